@@ -1,0 +1,8 @@
+"""
+The remoting codec over plain blocking sockets, for places where no reactor can run
+(PySpark executors, scripts). Importing this package never imports Twisted.
+"""
+
+from rocketmq_tx.blocking.connection import BlockingConnection, BlockingRemotingClient
+
+__all__ = ["BlockingConnection", "BlockingRemotingClient"]

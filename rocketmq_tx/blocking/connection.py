@@ -1,0 +1,250 @@
+# -*- test-case-name: rocketmq_tx.blocking.test.test_connection -*-
+"""
+Blocking request/response over one socket per address.
+
+A :class:`BlockingConnection` sends a request and reads frames until the response with
+the same opaque arrives or the deadline passes. Late responses to requests that timed
+out are dropped. Requests the server sends us (a broker asking its clients something)
+go to a handler registered by code; without one they get REQUEST_CODE_NOT_SUPPORTED,
+as a Java client without that processor would answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from typing import Callable, Mapping
+
+from rocketmq_tx.remoting import (
+    DEFAULT_MAX_FRAME_LENGTH,
+    RPC_ONEWAY,
+    RPC_TYPE_RESPONSE,
+    FrameDecoder,
+    OpaqueSequence,
+    RemoteProtocolError,
+    RemotingCommand,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    ResponseCode,
+    encode_command,
+)
+
+__all__ = ["BlockingConnection", "BlockingRemotingClient", "RequestHandler"]
+
+log = logging.getLogger(__name__)
+
+#: A handler for server-initiated requests: returns the response, or ``None`` for none.
+RequestHandler = Callable[[RemotingCommand], "RemotingCommand | None"]
+
+DEFAULT_TIMEOUT = 3.0
+
+
+def _split(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"not a host:port address: {addr!r}")
+    return host.strip("[]"), int(port)
+
+
+class BlockingConnection:
+    """
+    One TCP connection to *addr* (``host:port``), opened on first use.
+
+    Thread-safe: a lock serialises requests, so share one per thread for parallelism.
+
+    :param connect_timeout: seconds to establish the connection.
+    :param handlers: code to handler for requests the server sends us.
+    :param socket_factory: for tests and TLS: ``(host, port, timeout) -> socket``.
+    """
+
+    def __init__(
+        self,
+        addr: str,
+        *,
+        connect_timeout: float = 3.0,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        handlers: Mapping[int, RequestHandler] | None = None,
+        socket_factory: Callable[[str, int, float], socket.socket] | None = None,
+        opaques: OpaqueSequence | None = None,
+    ) -> None:
+        self.addr = addr
+        self.connect_timeout = connect_timeout
+        self.max_frame_length = max_frame_length
+        self.handlers = dict(handlers or {})
+        self._socket_factory = socket_factory or _tcp_socket
+        self._opaques = opaques or OpaqueSequence()
+        self._sock: socket.socket | None = None
+        self._decoder = FrameDecoder(max_frame_length)
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> BlockingConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_open(self) -> bool:
+        """``True`` while a socket is held."""
+        return self._sock is not None
+
+    def _socket(self) -> socket.socket:
+        if self._sock is None:
+            host, port = _split(self.addr)
+            try:
+                self._sock = self._socket_factory(host, port, self.connect_timeout)
+            except OSError as e:
+                raise RemotingConnectError(f"connect to {self.addr} failed: {e}") from e
+            self._decoder = FrameDecoder(self.max_frame_length)
+        return self._sock
+
+    def close(self) -> None:
+        """Close the socket; the next request opens a new one."""
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def invoke(self, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
+        """
+        Send *request* and return the response (whatever its code).
+
+        :raises RemotingTimeoutError: no response within *timeout* seconds (the
+            connection stays open; the late response will be dropped).
+        :raises RemotingConnectError: connecting, sending or receiving failed (the
+            connection is closed).
+        :raises LocalProtocolError: *request* cannot be encoded.
+        """
+        with self._lock:
+            request.opaque = opaque = self._opaques()
+            request.flag &= ~(RPC_TYPE_RESPONSE | RPC_ONEWAY)
+            frame = encode_command(request, self.max_frame_length)
+            deadline = time.monotonic() + timeout
+            self._send(frame)
+            while True:
+                for cmd in self._receive(deadline, timeout):
+                    if cmd.flag & RPC_TYPE_RESPONSE:
+                        if cmd.opaque == opaque:
+                            return cmd
+                        log.debug("dropping late response %d from %s", cmd.opaque, self.addr)
+                    else:
+                        self._serve(cmd)
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        """Send *request* with the oneway flag set; nothing is read back."""
+        with self._lock:
+            request.opaque = self._opaques()
+            request.flag = (request.flag & ~RPC_TYPE_RESPONSE) | RPC_ONEWAY
+            self._send(encode_command(request, self.max_frame_length))
+
+    def _send(self, frame: bytes) -> None:
+        sock = self._socket()
+        try:
+            sock.settimeout(None)
+            sock.sendall(frame)
+        except OSError as e:
+            self.close()
+            raise RemotingConnectError(f"send to {self.addr} failed: {e}") from e
+
+    def _receive(self, deadline: float, timeout: float) -> list[RemotingCommand]:
+        sock = self._socket()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise RemotingTimeoutError(f"wait response on {self.addr} timeout {int(timeout * 1000)}ms")
+        try:
+            sock.settimeout(remaining)
+            data = sock.recv(262144)
+        except socket.timeout:
+            raise RemotingTimeoutError(f"wait response on {self.addr} timeout {int(timeout * 1000)}ms") from None
+        except OSError as e:
+            self.close()
+            raise RemotingConnectError(f"receive from {self.addr} failed: {e}") from e
+        if not data:
+            self.close()
+            raise RemotingConnectError(f"connection to {self.addr} closed by peer")
+        try:
+            return self._decoder.feed(data)
+        except RemoteProtocolError as e:
+            self.close()
+            raise RemotingConnectError(f"protocol error from {self.addr}: {e}") from e
+
+    def _serve(self, request: RemotingCommand) -> None:
+        handler = self.handlers.get(request.code)
+        if handler is None:
+            response: RemotingCommand | None = request.make_response(
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
+            )
+        else:
+            try:
+                response = handler(request)
+            except Exception as e:  # a handler bug must not kill the caller's request
+                log.exception("handler for request code %d failed", request.code)
+                response = request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+        if response is None or request.flag & RPC_ONEWAY:
+            return
+        response.opaque = request.opaque
+        response.flag |= RPC_TYPE_RESPONSE
+        self._send(encode_command(response, self.max_frame_length))
+
+
+def _tcp_socket(host: str, port: int, timeout: float) -> socket.socket:
+    sock = socket.create_connection((host, port), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+class BlockingRemotingClient:
+    """
+    A pool of :class:`BlockingConnection`, one per address, with Java's
+    ``invokeSync``/``invokeOneway`` shape. Configuration is plain data, so the client
+    pickles cleanly before first use (its connections are not carried across).
+    """
+
+    def __init__(self, *, connect_timeout: float = 3.0, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+                 handlers: Mapping[int, RequestHandler] | None = None) -> None:
+        self.connect_timeout = connect_timeout
+        self.max_frame_length = max_frame_length
+        self.handlers = dict(handlers or {})
+        self._connections: dict[str, BlockingConnection] = {}
+        self._opaques = OpaqueSequence()
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"connect_timeout": self.connect_timeout, "max_frame_length": self.max_frame_length,
+                "handlers": self.handlers}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def __enter__(self) -> BlockingRemotingClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def connection(self, addr: str) -> BlockingConnection:
+        """The pooled connection to *addr*."""
+        conn = self._connections.get(addr)
+        if conn is None:
+            conn = self._connections[addr] = BlockingConnection(
+                addr, connect_timeout=self.connect_timeout, max_frame_length=self.max_frame_length,
+                handlers=self.handlers, opaques=self._opaques,
+            )
+        return conn
+
+    def invoke(self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT) -> RemotingCommand:
+        """See :meth:`BlockingConnection.invoke`."""
+        return self.connection(addr).invoke(request, timeout)
+
+    def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        """See :meth:`BlockingConnection.invoke_oneway`."""
+        self.connection(addr).invoke_oneway(request)
+
+    def close(self) -> None:
+        """Close every connection."""
+        for conn in self._connections.values():
+            conn.close()
+        self._connections.clear()

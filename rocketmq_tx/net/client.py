@@ -1,0 +1,158 @@
+# -*- test-case-name: rocketmq_tx.net.test.test_client -*-
+"""
+:class:`RemotingClient`: requests to many addresses over one pooled connection each,
+the Twisted counterpart of Java's ``NettyRemotingClient``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from twisted.internet.defer import Deferred, fail, gatherResults, succeed
+from twisted.internet.endpoints import HostnameEndpoint, connectProtocol
+from twisted.internet.interfaces import IReactorTCP, IReactorTime
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from rocketmq_tx.net.dispatch import ProcessorTable
+from rocketmq_tx.net.protocol import DEFAULT_IDLE_TIMEOUT, RemotingProtocol
+from rocketmq_tx.remoting import (
+    DEFAULT_MAX_FRAME_LENGTH,
+    OpaqueSequence,
+    RemotingCommand,
+    RemotingConnectError,
+)
+
+__all__ = ["RemotingClient", "DEFAULT_TIMEOUT", "split_address"]
+
+#: Java's ``mqClientApiTimeout`` default, in seconds.
+DEFAULT_TIMEOUT = 3.0
+#: Java's ``com.rocketmq.remoting.client.connect.timeout`` default, in seconds.
+DEFAULT_CONNECT_TIMEOUT = 3.0
+
+log = Logger()
+
+
+def split_address(addr: str) -> tuple[str, int]:
+    """``"host:port"`` (IPv6 as ``[::1]:10911`` or ``::1:10911``) to ``(host, port)``."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"not a host:port address: {addr!r}")
+    return host.strip("[]"), int(port)
+
+
+class RemotingClient:
+    """
+    :param reactor: provides TCP and time (a ``MemoryReactorClock`` in tests).
+    :param processors: handlers for requests the servers send us (a broker's
+        NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
+    :param connector: for tests: ``connector(addr)`` returns a Deferred of a connected
+        :class:`RemotingProtocol`; the default connects over TCP.
+    """
+
+    def __init__(
+        self,
+        reactor: IReactorTCP,
+        processors: ProcessorTable | None = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        connector: Callable[[str], Deferred] | None = None,
+    ) -> None:
+        self.reactor = reactor
+        self.clock: IReactorTime = reactor  # type: ignore[assignment]
+        self.processors = processors if processors is not None else ProcessorTable()
+        self.connect_timeout = connect_timeout
+        self.max_frame_length = max_frame_length
+        self.idle_timeout = idle_timeout
+        self._opaques = OpaqueSequence()
+        self._connector = connector or self._connect_tcp
+        self._connections: dict[str, RemotingProtocol] = {}
+        self._connecting: dict[str, list[Deferred]] = {}
+        self._closed = False
+
+    def _new_protocol(self) -> RemotingProtocol:
+        return RemotingProtocol(
+            self.clock,
+            self.processors,
+            opaques=self._opaques,
+            max_frame_length=self.max_frame_length,
+            idle_timeout=self.idle_timeout,
+        )
+
+    def _connect_tcp(self, addr: str) -> Deferred:
+        host, port = split_address(addr)
+        endpoint = HostnameEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        return connectProtocol(endpoint, self._new_protocol())
+
+    def connection(self, addr: str) -> Deferred:
+        """Fire with a connected protocol to *addr*, reusing the pooled one."""
+        if self._closed:
+            return fail(RemotingConnectError("client is closed"))
+        proto = self._connections.get(addr)
+        if proto is not None and proto.connected:
+            return succeed(proto)
+        waiters = self._connecting.get(addr)
+        d: Deferred = Deferred()
+        if waiters is not None:
+            waiters.append(d)
+            return d
+        self._connecting[addr] = [d]
+        self._connector(addr).addCallbacks(self._connected, self._connect_failed, (addr,), None, (addr,))
+        return d
+
+    def _connected(self, proto: RemotingProtocol, addr: str) -> None:
+        waiters = self._connecting.pop(addr, [])
+        if self._closed:
+            proto.transport.loseConnection()
+            for d in waiters:
+                d.errback(RemotingConnectError("client is closed"))
+            return
+        self._connections[addr] = proto
+        proto.on_close.addCallback(self._forget, addr)
+        for d in waiters:
+            d.callback(proto)
+
+    def _connect_failed(self, failure: Failure, addr: str) -> None:
+        waiters = self._connecting.pop(addr, [])
+        error = RemotingConnectError(f"connect to {addr} failed: {failure.getErrorMessage()}")
+        for d in waiters:
+            d.errback(error)
+
+    def _forget(self, proto: RemotingProtocol, addr: str) -> RemotingProtocol:
+        if self._connections.get(addr) is proto:
+            del self._connections[addr]
+        return proto
+
+    def invoke(self, addr: str, request: RemotingCommand, timeout: float = DEFAULT_TIMEOUT) -> Deferred:
+        """
+        Send *request* to *addr*; fire with the response command (whatever its code).
+
+        Fails with RemotingConnectError, RemotingTimeoutError or LocalProtocolError.
+        """
+        return self.connection(addr).addCallback(lambda proto: proto.send_request(request, timeout))
+
+    def invoke_async(
+        self,
+        addr: str,
+        request: RemotingCommand,
+        callback: Callable[[RemotingCommand | Failure], None],
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Java's ``invokeAsync``: *callback* gets the response or the failure, once."""
+        self.invoke(addr, request, timeout).addBoth(callback)
+
+    def invoke_oneway(self, addr: str, request: RemotingCommand) -> Deferred:
+        """Send *request* as oneway; fires with ``None`` once it is written."""
+        return self.connection(addr).addCallback(lambda proto: proto.send_oneway(request))
+
+    def close(self) -> Deferred:
+        """Close every connection; fires when all are gone."""
+        self._closed = True
+        closing = []
+        for proto in list(self._connections.values()):
+            closing.append(proto.on_close)
+            proto.transport.loseConnection()
+        self._connections.clear()
+        return gatherResults(closing).addCallback(lambda _: None)

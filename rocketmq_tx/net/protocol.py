@@ -1,0 +1,198 @@
+# -*- test-case-name: rocketmq_tx.net.test.test_protocol -*-
+"""
+:class:`RemotingProtocol`: one connection, either side.
+
+It feeds received bytes to the sans-IO :class:`~rocketmq_tx.remoting.FrameDecoder`,
+matches responses to pending requests by opaque, hands requests (including the ones a
+broker sends to its clients) to a :class:`~rocketmq_tx.net.dispatch.ProcessorTable`, and
+writes responses. A malformed frame closes this connection only, logged once with the
+peer address.
+"""
+
+from __future__ import annotations
+
+from twisted.internet.defer import Deferred, fail
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+from twisted.protocols.policies import TimeoutMixin
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from rocketmq_tx.net.dispatch import IRemotingContext, ProcessorTable
+from rocketmq_tx.remoting import (
+    DEFAULT_MAX_FRAME_LENGTH,
+    RPC_ONEWAY,
+    RPC_TYPE_RESPONSE,
+    FrameDecoder,
+    LocalProtocolError,
+    OpaqueSequence,
+    RemoteProtocolError,
+    RemotingCommand,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    encode_command,
+)
+
+__all__ = ["RemotingProtocol", "DEFAULT_IDLE_TIMEOUT"]
+
+#: Java's ``serverChannelMaxIdleTimeSeconds`` / ``clientChannelMaxIdleTimeSeconds``.
+DEFAULT_IDLE_TIMEOUT = 120.0
+
+log = Logger()
+
+
+@implementer(IRemotingContext)
+class RemotingProtocol(Protocol, TimeoutMixin):
+    """
+    :param clock: the reactor's clock, for request and idle timeouts (``task.Clock`` in tests).
+    :param processors: where requests from the peer go; ``None`` answers every request
+        with REQUEST_CODE_NOT_SUPPORTED.
+    :param opaques: request-id source (a client shares one across its connections).
+    :param max_frame_length: larger frames are a protocol error.
+    :param idle_timeout: seconds without traffic before the connection is closed
+        (``None`` never).
+    """
+
+    def __init__(
+        self,
+        clock: IReactorTime,
+        processors: ProcessorTable | None = None,
+        *,
+        opaques: OpaqueSequence | None = None,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        self.clock = clock
+        self.callLater = clock.callLater  # TimeoutMixin schedules through this
+        self.processors = processors if processors is not None else ProcessorTable()
+        self._opaques = opaques or OpaqueSequence()
+        self._max_frame_length = max_frame_length
+        self._idle_timeout = idle_timeout
+        self._decoder = FrameDecoder(max_frame_length)
+        self._pending: dict[int, tuple[Deferred, IDelayedCall]] = {}
+        self.peer = "?"
+        self.connected = False
+        self.on_close: Deferred = Deferred()
+
+    # -- Protocol -------------------------------------------------------------
+
+    def connectionMade(self) -> None:
+        self.connected = True
+        peer = self.transport.getPeer()
+        host = getattr(peer, "host", None)
+        self.peer = f"{host}:{peer.port}" if host is not None else str(peer)
+        if hasattr(self.transport, "setTcpNoDelay"):
+            try:
+                self.transport.setTcpNoDelay(True)
+            except OSError:
+                pass  # not a TCP socket after all (e.g. a UNIX socket in tests)
+        self.setTimeout(self._idle_timeout)
+
+    def dataReceived(self, data: bytes) -> None:
+        self.resetTimeout()
+        try:
+            commands = self._decoder.feed(data)
+        except RemoteProtocolError as e:
+            log.warn("closing connection from {peer}: {error}", peer=self.peer, error=e)
+            self.transport.abortConnection()
+            return
+        for cmd in commands:
+            if cmd.flag & RPC_TYPE_RESPONSE:
+                self._response_received(cmd)
+            else:
+                self._request_received(cmd)
+
+    def connectionLost(self, reason: Failure = None) -> None:  # type: ignore[assignment]
+        self.connected = False
+        self.setTimeout(None)
+        pending, self._pending = self._pending, {}
+        for d, timer in pending.values():
+            if timer.active():
+                timer.cancel()
+            d.errback(RemotingConnectError(f"connection to {self.peer} lost"))
+        on_close, self.on_close = self.on_close, Deferred()
+        on_close.callback(self)
+
+    def timeoutConnection(self) -> None:
+        log.info("closing idle connection {peer}", peer=self.peer)
+        self.transport.loseConnection()
+
+    # -- requests from the peer -----------------------------------------------
+
+    def _request_received(self, request: RemotingCommand) -> None:
+        d = self.processors.dispatch(self, request)
+        if request.flag & RPC_ONEWAY:
+            return
+        d.addCallback(self._send_response, request)
+
+    def _send_response(self, response: RemotingCommand | None, request: RemotingCommand) -> None:
+        if response is None or not self.connected:
+            return
+        response.opaque = request.opaque
+        response.flag |= RPC_TYPE_RESPONSE
+        try:
+            frame = encode_command(response, self._max_frame_length)
+        except LocalProtocolError as e:
+            log.error("cannot encode response to code {code}: {error}", code=request.code, error=e)
+            return
+        self.transport.write(frame)
+
+    # -- requests to the peer ---------------------------------------------------
+
+    def send_request(self, request: RemotingCommand, timeout: float) -> Deferred:
+        """
+        Send *request* (its opaque is assigned here) and fire with the response.
+
+        Fails with :class:`RemotingTimeoutError` after *timeout* seconds, with
+        :class:`RemotingConnectError` if the connection goes first, and with
+        :class:`LocalProtocolError` if the request cannot be encoded.
+        """
+        if not self.connected:
+            return fail(RemotingConnectError(f"connection to {self.peer} is closed"))
+        opaque = request.opaque = self._opaques()
+        request.flag &= ~(RPC_TYPE_RESPONSE | RPC_ONEWAY)
+        try:
+            frame = encode_command(request, self._max_frame_length)
+        except LocalProtocolError as e:
+            return fail(e)
+        d: Deferred = Deferred()
+        timer = self.clock.callLater(timeout, self._timed_out, opaque, timeout)
+        self._pending[opaque] = (d, timer)
+        self.transport.write(frame)
+        return d
+
+    def send_oneway(self, request: RemotingCommand) -> None:
+        """
+        Send *request* with the oneway flag; nothing comes back.
+
+        :raises RemotingConnectError: the connection is closed.
+        :raises LocalProtocolError: the request cannot be encoded.
+        """
+        if not self.connected:
+            raise RemotingConnectError(f"connection to {self.peer} is closed")
+        request.opaque = self._opaques()
+        request.flag = (request.flag & ~RPC_TYPE_RESPONSE) | RPC_ONEWAY
+        self.transport.write(encode_command(request, self._max_frame_length))
+
+    def _response_received(self, response: RemotingCommand) -> None:
+        entry = self._pending.pop(response.opaque, None)
+        if entry is None:
+            # Its request timed out already; Java logs and drops it too.
+            log.debug("response {opaque} from {peer} matches no request", opaque=response.opaque, peer=self.peer)
+            return
+        d, timer = entry
+        timer.cancel()
+        d.callback(response)
+
+    def _timed_out(self, opaque: int, timeout: float) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            entry[0].errback(
+                RemotingTimeoutError(f"wait response on {self.peer} timeout {int(timeout * 1000)}ms (opaque {opaque})")
+            )
+
+    @property
+    def pending_requests(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._pending)

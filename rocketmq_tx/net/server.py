@@ -1,0 +1,53 @@
+# -*- test-case-name: rocketmq_tx.net.test.test_server -*-
+"""The server side: a factory of :class:`RemotingProtocol` sharing one processor table."""
+
+from __future__ import annotations
+
+from twisted.internet.interfaces import IAddress, IReactorTime
+from twisted.internet.protocol import Factory
+
+from rocketmq_tx.net.dispatch import ProcessorTable
+from rocketmq_tx.net.protocol import DEFAULT_IDLE_TIMEOUT, RemotingProtocol
+from rocketmq_tx.remoting import DEFAULT_MAX_FRAME_LENGTH
+
+__all__ = ["RemotingServerFactory"]
+
+
+class RemotingServerFactory(Factory):
+    """
+    Builds one :class:`RemotingProtocol` per accepted connection; listen with an endpoint.
+
+    :ivar connections: the live connections (a broker calls its clients through these).
+    """
+
+    noisy = False
+
+    def __init__(
+        self,
+        processors: ProcessorTable,
+        clock: IReactorTime,
+        *,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
+        self.processors = processors
+        self.clock = clock
+        self.max_frame_length = max_frame_length
+        self.idle_timeout = idle_timeout
+        self.connections: set[RemotingProtocol] = set()
+
+    def buildProtocol(self, addr: IAddress) -> RemotingProtocol:
+        proto = RemotingProtocol(
+            self.clock,
+            self.processors,
+            max_frame_length=self.max_frame_length,
+            idle_timeout=self.idle_timeout,
+        )
+        proto.factory = self
+        self.connections.add(proto)
+        proto.on_close.addCallback(self._closed)
+        return proto
+
+    def _closed(self, proto: RemotingProtocol) -> RemotingProtocol:
+        self.connections.discard(proto)
+        return proto

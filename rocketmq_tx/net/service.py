@@ -1,0 +1,60 @@
+# -*- test-case-name: rocketmq_tx.testing.test.test_echo -*-
+"""A listening service that says where it listens (port 0 is useful in tests)."""
+
+from __future__ import annotations
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint
+from twisted.internet.protocol import Factory
+from twisted.logger import Logger
+
+__all__ = ["ListeningService"]
+
+log = Logger()
+
+
+class ListeningService(Service):
+    """
+    Listens on *endpoint* while running and logs ``<name> listening on <host>:<port>``,
+    a line process supervisors and tests can wait for.
+
+    :ivar port: the listening port once started, else ``None``.
+    """
+
+    def __init__(self, label: str, endpoint: IStreamServerEndpoint, factory: Factory) -> None:
+        self.label = label
+        self.endpoint = endpoint
+        self.factory = factory
+        self.port: IListeningPort | None = None
+        self._listening: Deferred | None = None
+
+    def startService(self) -> None:
+        super().startService()
+        self._listening = self.endpoint.listen(self.factory)
+        self._listening.addCallbacks(self._listened, self._failed)
+
+    def _listened(self, port: IListeningPort) -> IListeningPort:
+        self.port = port
+        address = port.getHost()
+        log.info("{label} listening on {host}:{port}", label=self.label, host=address.host, port=address.port)
+        return port
+
+    def _failed(self, failure):  # type: ignore[no-untyped-def]
+        log.failure("{label} cannot listen", failure, label=self.label)
+        from twisted.internet import reactor
+
+        # A server that cannot bind is useless: stop instead of running half-configured.
+        reactor.callWhenRunning(reactor.stop)  # type: ignore[attr-defined]
+        return None
+
+    def stopService(self) -> Deferred | None:
+        super().stopService()
+        if self._listening is None:
+            return None
+        listening, self._listening = self._listening, None
+
+        def stop(port: IListeningPort | None) -> object:
+            return port.stopListening() if port is not None else None
+
+        return listening.addCallback(stop)

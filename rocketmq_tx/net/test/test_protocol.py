@@ -1,0 +1,226 @@
+"""Tests for RemotingProtocol and the processor table, in memory with a fake clock."""
+
+from __future__ import annotations
+
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import implementer
+from zope.interface.verify import verifyObject
+
+from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor, ProcessorTable
+from rocketmq_tx.net.protocol import RemotingProtocol
+from rocketmq_tx.remoting import (
+    RemotingCommand,
+    RemotingCommandError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    ResponseCode,
+    SerializeType,
+    encode_command,
+)
+from rocketmq_tx.testing.echo import ECHO, ONEWAY_SINK, SINK_COUNT, EchoProcessor, echo_table
+from rocketmq_tx.testing.loopback import connect
+
+
+@implementer(IRequestProcessor)
+class Scripted:
+    """A processor whose behaviour each test chooses."""
+
+    def __init__(self, behaviour, reject: bool = False) -> None:  # type: ignore[no-untyped-def]
+        self.behaviour = behaviour
+        self.reject = reject
+        self.seen: list[RemotingCommand] = []
+
+    def process_request(self, ctx, request):  # type: ignore[no-untyped-def]
+        self.seen.append(request)
+        return self.behaviour(ctx, request)
+
+    def reject_request(self) -> bool:
+        return self.reject
+
+
+def pair(server_table: ProcessorTable | None = None, client_table: ProcessorTable | None = None,
+         clock: Clock | None = None):  # type: ignore[no-untyped-def]
+    clock = clock or Clock()
+    client = RemotingProtocol(clock, client_table)
+    server = RemotingProtocol(clock, server_table if server_table is not None else echo_table())
+    pump = connect(client, server)
+    return client, server, pump, clock
+
+
+class RequestResponseTests(SynchronousTestCase):
+    """Requests in, responses out."""
+
+    def test_interfaces(self) -> None:
+        """The protocol is a processor context; the echo processor a processor."""
+        client, server, pump, clock = pair()
+        verifyObject(IRemotingContext, server)
+        verifyObject(IRequestProcessor, EchoProcessor())
+
+    def test_echo_both_serializations(self) -> None:
+        """Responses match their requests and mirror the request's serialization."""
+        client, server, pump, clock = pair()
+        for kind in SerializeType:
+            d = client.send_request(RemotingCommand.request(ECHO, {"k": "v"}, b"body", serialize_type=kind), 3)
+            pump.flush(chunk=7)
+            response = self.successResultOf(d)
+            self.assertEqual((response.code, response.remark, response.ext_fields, response.body),
+                             (0, "echo", {"k": "v"}, b"body"))
+            self.assertEqual(response.serialize_type, kind)
+            self.assertTrue(response.is_response)
+        self.assertEqual(client.pending_requests, 0)
+
+    def test_out_of_order_responses(self) -> None:
+        """Responses are matched by opaque, not by order."""
+        later: Deferred = Deferred()
+        table = ProcessorTable({1: Scripted(lambda ctx, r: later), 2: Scripted(lambda ctx, r: r.make_response(remark="two"))})
+        client, server, pump, clock = pair(table)
+        d1 = client.send_request(RemotingCommand.request(1), 3)
+        d2 = client.send_request(RemotingCommand.request(2), 3)
+        pump.flush()
+        self.assertEqual(self.successResultOf(d2).remark, "two")
+        self.assertNoResult(d1)
+        later.callback(RemotingCommand(code=0, remark="one"))
+        pump.flush()
+        self.assertEqual(self.successResultOf(d1).remark, "one")
+
+    def test_unknown_code(self) -> None:
+        """A code without processor gets 3 and Java's remark."""
+        client, server, pump, clock = pair()
+        d = client.send_request(RemotingCommand.request(7777), 3)
+        pump.flush()
+        response = self.successResultOf(d)
+        self.assertEqual((response.code, response.remark), (ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                                            " request type 7777 not supported"))
+
+    def test_default_processor(self) -> None:
+        """Codes without their own processor go to the default one when there is one."""
+        default = Scripted(lambda ctx, r: r.make_response(remark="default"))
+        client, server, pump, clock = pair(ProcessorTable(default=default))
+        d = client.send_request(RemotingCommand.request(55), 3)
+        pump.flush()
+        self.assertEqual(self.successResultOf(d).remark, "default")
+
+    def test_processor_exception(self) -> None:
+        """An exception becomes SYSTEM_ERROR with a short remark; the traceback stays in the log."""
+        def boom(ctx, request):  # type: ignore[no-untyped-def]
+            raise KeyError("secret-detail")
+
+        client, server, pump, clock = pair(ProcessorTable({1: Scripted(boom)}))
+        d = client.send_request(RemotingCommand.request(1), 3)
+        pump.flush()
+        response = self.successResultOf(d)
+        self.assertEqual(response.code, ResponseCode.SYSTEM_ERROR)
+        self.assertEqual(response.remark, "KeyError: 'secret-detail'")
+        self.assertNotIn("Traceback", response.remark)
+        self.assertEqual(len(self.flushLoggedErrors(KeyError)), 1)
+
+    def test_command_error_remark(self) -> None:
+        """A header error's message is the remark, as Java's RemotingCommandException."""
+        def bad_header(ctx, request):  # type: ignore[no-untyped-def]
+            raise RemotingCommandError("the custom field <topic> is null")
+
+        client, server, pump, clock = pair(ProcessorTable({1: Scripted(bad_header)}))
+        d = client.send_request(RemotingCommand.request(1), 3)
+        pump.flush()
+        self.assertEqual(self.successResultOf(d).remark, "the custom field <topic> is null")
+
+    def test_rejected(self) -> None:
+        """A processor under flow control answers SYSTEM_BUSY."""
+        processor = Scripted(lambda ctx, r: r.make_response(), reject=True)
+        client, server, pump, clock = pair(ProcessorTable({1: processor}))
+        d = client.send_request(RemotingCommand.request(1), 3)
+        pump.flush()
+        self.assertEqual(self.successResultOf(d).code, ResponseCode.SYSTEM_BUSY)
+        self.assertEqual(processor.seen, [])
+
+    def test_oneway_never_answered(self) -> None:
+        """Oneway requests are processed and get no response, even on error."""
+        client, server, pump, clock = pair()
+        client.send_oneway(RemotingCommand.request(ONEWAY_SINK))
+        client.send_oneway(RemotingCommand.request(7777))
+        pump.flush()
+        self.assertEqual(pump.client_transport.value(), b"")
+        self.assertEqual(pump.server_transport.value(), b"")
+        d = client.send_request(RemotingCommand.request(SINK_COUNT), 3)
+        pump.flush()
+        self.assertEqual(self.successResultOf(d).ext_fields, {"count": "1"})
+
+    def test_tcp_nodelay(self) -> None:
+        """Both sides turn Nagle off, like Netty's TCP_NODELAY."""
+        client, server, pump, clock = pair()
+        self.assertTrue(pump.client_transport.tcp_no_delay)
+        self.assertTrue(pump.server_transport.tcp_no_delay)
+
+    def test_server_to_client_request(self) -> None:
+        """A request from the server side reaches the client's processor table."""
+        notified = Scripted(lambda ctx, r: r.make_response(remark=f"client got {r.ext_fields['consumerGroup']}"))
+        client, server, pump, clock = pair(client_table=ProcessorTable({40: notified}))
+        d = server.send_request(RemotingCommand.request(40, {"consumerGroup": "g"}), 3)
+        pump.flush()
+        self.assertEqual(self.successResultOf(d).remark, "client got g")
+
+
+class FailureTests(SynchronousTestCase):
+    """Timeouts, lost connections and bad peers."""
+
+    def test_timeout(self) -> None:
+        """No answer within the timeout fails the request; a late answer is dropped."""
+        held: Deferred = Deferred()
+        client, server, pump, clock = pair(ProcessorTable({1: Scripted(lambda ctx, r: held)}))
+        d = client.send_request(RemotingCommand.request(1), 3)
+        pump.flush()
+        clock.advance(2.9)
+        self.assertNoResult(d)
+        clock.advance(0.2)
+        failure = self.failureResultOf(d, RemotingTimeoutError)
+        self.assertIn("timeout 3000ms", str(failure.value))
+        held.callback(RemotingCommand(code=0))
+        pump.flush()
+        self.assertEqual(client.pending_requests, 0)
+
+    def test_connection_lost_fails_pending(self) -> None:
+        """Pending requests fail with RemotingConnectError when the connection goes."""
+        client, server, pump, clock = pair(ProcessorTable({1: Scripted(lambda ctx, r: Deferred())}))
+        d = client.send_request(RemotingCommand.request(1), 3)
+        pump.flush()
+        pump.server_transport.loseConnection()
+        pump.flush()
+        self.failureResultOf(d, RemotingConnectError)
+        self.assertEqual(clock.getDelayedCalls(), [])
+        self.failureResultOf(client.send_request(RemotingCommand.request(1), 3), RemotingConnectError)
+
+    def test_malformed_frame_closes_only_that_connection(self) -> None:
+        """Garbage aborts the sender's connection; another connection keeps working."""
+        clock = Clock()
+        table = echo_table()
+        bad_client, bad_server, bad_pump, _ = pair(table, clock=clock)
+        good_client, good_server, good_pump, _ = pair(table, clock=clock)
+        bad_server.dataReceived(b"\x7f\xff\xff\xff garbage")
+        self.assertTrue(bad_pump.server_transport.aborted)
+        self.assertFalse(good_pump.server_transport.disconnecting)
+        d = good_client.send_request(RemotingCommand.request(ECHO, body=b"still fine"), 3)
+        good_pump.flush()
+        self.assertEqual(self.successResultOf(d).body, b"still fine")
+
+    def test_idle_timeout(self) -> None:
+        """A connection silent for 120 s is closed; traffic resets the timer."""
+        client, server, pump, clock = pair()
+        clock.advance(100)
+        server.dataReceived(encode_command(RemotingCommand.request(ONEWAY_SINK)))
+        clock.advance(100)
+        self.assertFalse(pump.server_transport.disconnecting)
+        clock.advance(21)
+        self.assertTrue(pump.server_transport.disconnecting)
+
+    def test_response_after_disconnect_not_written(self) -> None:
+        """A processor finishing after the peer left writes nothing and raises nothing."""
+        held: Deferred = Deferred()
+        client, server, pump, clock = pair(ProcessorTable({1: Scripted(lambda ctx, r: held)}))
+        client.send_request(RemotingCommand.request(1), 3).addErrback(lambda f: None)
+        pump.flush()
+        pump.client_transport.loseConnection()
+        pump.flush()
+        held.callback(RemotingCommand(code=0))
+        self.assertEqual(pump.server_transport.value(), b"")

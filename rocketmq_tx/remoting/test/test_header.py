@@ -1,0 +1,78 @@
+"""Tests for typed custom headers and their ext-field codec."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from twisted.trial.unittest import SynchronousTestCase
+
+from rocketmq_tx.remoting import RemotingCommandError
+from rocketmq_tx.remoting.headers import (
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+
+REQUIRED_V2 = {"a": "PG", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000123", "h": "0"}
+
+
+class SendHeaderTests(SynchronousTestCase):
+    """SEND_MESSAGE_V2's single-letter keys."""
+
+    def test_required_only(self) -> None:
+        """a..h alone decode; i..n stay None."""
+        header = SendMessageRequestHeaderV2.from_ext_fields(REQUIRED_V2)
+        self.assertEqual((header.producer_group, header.topic, header.queue_id, header.born_timestamp),
+                         ("PG", "TopicTest", 1, 1700000000123))
+        self.assertEqual((header.properties, header.reconsume_times, header.unit_mode, header.max_reconsume_times,
+                          header.batch, header.broker_name), (None,) * 6)
+        self.assertEqual(header.to_ext_fields(), REQUIRED_V2)
+
+    def test_all_keys(self) -> None:
+        """i..n decode with their types; booleans travel as true/false."""
+        ext = dict(REQUIRED_V2, i="TAGS\x01A", j="3", k="false", l="16", m="TRUE", n="broker-a")
+        header = SendMessageRequestHeaderV2.from_ext_fields(ext)
+        self.assertEqual((header.properties, header.reconsume_times, header.unit_mode, header.max_reconsume_times,
+                          header.batch, header.broker_name), ("TAGS\x01A", 3, False, 16, True, "broker-a"))
+        self.assertEqual(header.to_ext_fields()["m"], "true")
+
+    def test_each_required_missing(self) -> None:
+        """Each of a..h missing fails with Java's message."""
+        for key in REQUIRED_V2:
+            ext = {k: v for k, v in REQUIRED_V2.items() if k != key}
+            with self.subTest(key=key):
+                e = self.assertRaises(RemotingCommandError, SendMessageRequestHeaderV2.from_ext_fields, ext)
+                self.assertEqual(str(e), f"the custom field <{key}> is null")
+
+    def test_bad_number(self) -> None:
+        """A non-numeric integer field is a clear error."""
+        e = self.assertRaises(RemotingCommandError, SendMessageRequestHeaderV2.from_ext_fields,
+                              dict(REQUIRED_V2, e="one"))
+        self.assertIn("<e>", str(e))
+
+    def test_unknown_keys_ignored(self) -> None:
+        """Extra keys (5.x clients add some) do not matter."""
+        SendMessageRequestHeaderV2.from_ext_fields(dict(REQUIRED_V2, bname="b", ns="x", oway="false"))
+
+    def test_v1_v2_conversion(self) -> None:
+        """V1 and V2 carry the same fields under different keys."""
+        v2 = SendMessageRequestHeaderV2.from_ext_fields(dict(REQUIRED_V2, i="p", j="0", l="3", n="bk"))
+        v1 = v2.to_v1()
+        self.assertEqual(v1.to_ext_fields()["producerGroup"], "PG")
+        self.assertEqual(v1.to_ext_fields()["bname"], "bk")
+        self.assertEqual(v1.to_v2(), v2)
+        self.assertEqual(SendMessageRequestHeader.from_ext_fields(v1.to_ext_fields()), v1)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.builds(SendMessageResponseHeader, msg_id=st.text(min_size=1), queue_id=st.integers(0, 1 << 20),
+                     queue_offset=st.integers(0, 1 << 62), transaction_id=st.none() | st.text(min_size=1)))
+    def test_round_trip(self, header: SendMessageResponseHeader) -> None:
+        """Any header survives ext fields and back."""
+        self.assertEqual(SendMessageResponseHeader.from_ext_fields(header.to_ext_fields()), header)
+
+    def test_pull_header(self) -> None:
+        """PullMessageRequestHeader keys are Java's field names."""
+        header = PullMessageRequestHeader("g", "t", 0, 5, 32, 2, 0, 15000, None, 0)
+        self.assertEqual(header.to_ext_fields()["suspendTimeoutMillis"], "15000")
+        self.assertEqual(PullMessageRequestHeader.from_ext_fields(header.to_ext_fields()), header)

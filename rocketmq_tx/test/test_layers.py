@@ -1,0 +1,70 @@
+"""
+The layering rules of docs/architecture.md, checked mechanically.
+
+``remoting``, ``common``, ``blocking``, ``store`` and ``spark`` must not import Twisted;
+``store`` must not reach into the network or server layers. Two checks: a static scan of
+every import statement, and a fresh interpreter that imports the packages and looks at
+``sys.modules`` (which also catches an import hidden behind another module).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from twisted.trial.unittest import SynchronousTestCase
+
+PACKAGE = Path(__file__).resolve().parent.parent
+TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark")
+#: package -> module prefixes it must not import
+FORBIDDEN = {
+    **{pkg: ("twisted", "rocketmq_tx.net") for pkg in TWISTED_FREE},
+    "store": ("twisted", "rocketmq_tx.net", "rocketmq_tx.remoting", "rocketmq_tx.broker", "rocketmq_tx.namesrv",
+              "rocketmq_tx.client"),
+    "spark": ("twisted", "rocketmq_tx.net", "rocketmq_tx.broker", "rocketmq_tx.namesrv", "rocketmq_tx.client"),
+}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return found
+
+
+class LayerTests(SynchronousTestCase):
+    """Imports follow the layer diagram."""
+
+    def test_static_imports(self) -> None:
+        """No source file (tests excluded) of a restricted package imports a forbidden module."""
+        violations = []
+        for pkg, forbidden in FORBIDDEN.items():
+            root = PACKAGE / pkg
+            for path in root.rglob("*.py") if root.is_dir() else []:
+                if "test" in path.relative_to(root).parts[:-1]:
+                    continue
+                for lineno, module in _imports(path):
+                    if any(module == f or module.startswith(f + ".") for f in forbidden):
+                        violations.append(f"{path.relative_to(PACKAGE.parent)}:{lineno} imports {module}")
+        self.assertEqual(violations, [])
+
+    def test_fresh_interpreter(self) -> None:
+        """Importing the Twisted-free packages loads no Twisted module at all."""
+        present = [f"rocketmq_tx.{pkg}" for pkg in TWISTED_FREE if (PACKAGE / pkg / "__init__.py").exists()]
+        self.assertIn("rocketmq_tx.remoting", present)
+        self.assertIn("rocketmq_tx.blocking", present)
+        code = (
+            "import importlib, json, sys\n"
+            f"for name in {present!r}: importlib.import_module(name)\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m == 'twisted' or m.startswith('twisted.'))))\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             cwd=PACKAGE.parent)
+        self.assertEqual(json.loads(out.stdout), [])

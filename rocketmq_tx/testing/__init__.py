@@ -1,0 +1,1 @@
+"""Test doubles and diagnostic servers shipped with rocketmq_tx."""

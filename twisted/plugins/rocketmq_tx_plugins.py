@@ -1,0 +1,13 @@
+"""
+twistd plugins of rocketmq_tx. Only data here: importing it must stay cheap and must not
+import a reactor (``twistd --reactor`` would break).
+"""
+
+from twisted.application.service import ServiceMaker
+
+rocketmq_echo = ServiceMaker(
+    "rocketmq-tx echo server",
+    "rocketmq_tx.testing.echo",
+    "A RocketMQ remoting echo server (diagnostics and interop tests).",
+    "rocketmq-echo",
+)
