@@ -21,6 +21,7 @@ __all__ = [
     "KEY_SEPARATOR",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
+    "MAX_PROPERTIES_LENGTH",
     "MessageConst",
     "properties_to_string",
     "string_to_properties",
@@ -35,6 +36,9 @@ KEY_SEPARATOR: Final = " "
 NAME_VALUE_SEPARATOR: Final = "\x01"
 #: Between two properties.
 PROPERTY_SEPARATOR: Final = "\x02"
+#: Longest encoded properties string in bytes: its length is a Java ``short`` in every
+#: binary format (Java rejects longer ones with PROPERTIES_SIZE_EXCEEDED).
+MAX_PROPERTIES_LENGTH: Final = 0x7FFF
 
 
 class MessageConst:
@@ -110,16 +114,24 @@ class MessageConst:
     PROPERTY_TRANSIENT_PREFIX: Final = "__RMQ.TRANSIENT."
 
 
-def properties_to_string(properties: Mapping[str, str | None]) -> str:
+def properties_to_string(
+    properties: Mapping[str, str | None], *, trailing_separator: bool = False
+) -> str:
     """
     Serialise properties like Java 4.9.1+ ``messageProperties2String``: ``name 0x01 value``
-    joined by 0x02, without a trailing 0x02. Entries whose value is ``None`` are skipped.
+    joined by 0x02. Entries whose value is ``None`` are skipped.
 
     Order follows the mapping; Java's follows ``HashMap`` and carries no meaning.
+
+    :param trailing_separator: end with 0x02 as well, as Java 4.9.0 and (observed with
+        5.5.1) 5.x write it. Every reader accepts both forms.
     """
-    return PROPERTY_SEPARATOR.join(
+    text = PROPERTY_SEPARATOR.join(
         [f"{name}{NAME_VALUE_SEPARATOR}{value}" for name, value in properties.items() if value is not None]
     )
+    if trailing_separator and text:
+        text += PROPERTY_SEPARATOR
+    return text
 
 
 def string_to_properties(text: str) -> dict[str, str]:
@@ -134,9 +146,10 @@ def string_to_properties(text: str) -> dict[str, str]:
     if not text:
         return properties
     for segment in text.split(PROPERTY_SEPARATOR):
-        i = segment.find(NAME_VALUE_SEPARATOR)
-        if 0 < i < len(segment) - 1:
-            properties[segment[:i]] = segment[i + 1 :]
+        # Empty name or value (including "no 0x01 at all") drops the segment.
+        name, _, value = segment.partition(NAME_VALUE_SEPARATOR)
+        if name and value:
+            properties[name] = value
     return properties
 
 

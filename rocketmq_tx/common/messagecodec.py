@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable, Iterable
 from socket import AF_INET6, inet_ntoa, inet_ntop
 from typing import Final, Union
 
-from rocketmq_tx.common.errors import MessageFormatError, UnsupportedCompressionError
+from rocketmq_tx.common._batch import decode_batch, encode_batch
+from rocketmq_tx.common._compression import compress_body, decompress_body, inflate
+from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import (
-    Message,
+    MAX_PROPERTIES_LENGTH,
     MessageExt,
     properties_to_string,
     string_to_properties,
@@ -41,10 +42,8 @@ from rocketmq_tx.common.msgid import (
 )
 from rocketmq_tx.common.sysflag import (
     BLANK_MAGIC_CODE,
-    DEFAULT_COMPRESS_LEVEL,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
-    CompressionType,
     MessageSysFlag,
 )
 
@@ -67,10 +66,11 @@ __all__ = [
     "peek_record",
     "decode_message",
     "decode_messages",
-    "encode_batch",
-    "decode_batch",
     "java_string_hash",
     "tags_code",
+    # re-exported from _batch and _compression
+    "encode_batch",
+    "decode_batch",
     "compress_body",
     "decompress_body",
     # re-exported from msgid
@@ -93,8 +93,6 @@ PHY_POS_POSITION: Final = 28
 SYSFLAG_POSITION: Final = 36
 BORN_TIMESTAMP_POSITION: Final = 40
 BORN_HOST_POSITION: Final = 48
-#: PROPERTIESLENGTH is a Java ``short``; longer properties are PROPERTIES_SIZE_EXCEEDED.
-MAX_PROPERTIES_LENGTH: Final = 0x7FFF
 _MAX_TOPIC_LENGTH_V1: Final = 0x7F
 _MAX_TOPIC_LENGTH_V2: Final = 0x7FFF
 
@@ -130,8 +128,6 @@ _SHORT = struct.Struct(">h")
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
 _MAGIC_PEEK = struct.Struct(">ii")
-_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH
-_BATCH_OVERHEAD = _BATCH_HEAD.size + 2
 
 
 def store_timestamp_position(sys_flag: int) -> int:
@@ -387,7 +383,7 @@ def decode_message(
         if not read_body:
             body = b""
         elif decompress_body and sys_flag & _COMPRESSED:
-            body = _inflate(raw, sys_flag)
+            body = inflate(raw, sys_flag)
         else:
             body = raw
     else:
@@ -438,70 +434,6 @@ def decode_messages(
     return messages
 
 
-def encode_batch(messages: Iterable[Message]) -> bytes:
-    """
-    Encode the body of a SEND_BATCH_MESSAGE request (Java ``MessageDecoder.encodeMessages``):
-    per message TOTALSIZE, MAGICCODE 0, BODYCRC 0, FLAG, BODYLENGTH, BODY, PROPERTIESLENGTH
-    (``int16``), PROPERTIES. Topics are not included; the request header carries the topic.
-
-    :raises MessageFormatError: if a message's properties exceed 32767 bytes.
-    """
-    parts: list[Buffer] = []
-    for msg in messages:
-        properties = properties_to_string(msg.properties).encode()
-        properties_length = len(properties)
-        if properties_length > MAX_PROPERTIES_LENGTH:
-            raise MessageFormatError(
-                f"properties are {properties_length} bytes long; at most 32767 fit")
-        body_length = len(msg.body)
-        try:
-            head = _BATCH_HEAD.pack(
-                _BATCH_OVERHEAD + body_length + properties_length, 0, 0, msg.flag, body_length)
-        except struct.error as e:
-            raise MessageFormatError(f"a batch field is out of range: {e}") from None
-        parts += (head, msg.body, _SHORT.pack(properties_length), properties)
-    return b"".join(parts)
-
-
-def decode_batch(body: Buffer, topic: str = "") -> list[Message]:
-    """
-    Decode a SEND_BATCH_MESSAGE body written by :func:`encode_batch` or a Java/Go/C++ client.
-
-    MAGICCODE and BODYCRC are ignored, as Java ignores them; TOTALSIZE must agree with the
-    lengths inside.
-
-    :param topic: stored in every returned message (the batch itself carries no topic).
-    :raises MessageFormatError: for a truncated or inconsistent entry.
-    """
-    messages = []
-    pos = 0
-    size = len(body)
-    while pos < size:
-        if size - pos < _BATCH_OVERHEAD:
-            raise MessageFormatError(f"batch entry at offset {pos} is truncated")
-        total, _magic, _crc, flag, body_length = _BATCH_HEAD.unpack_from(body, pos)
-        body_start = pos + _BATCH_HEAD.size
-        body_end = body_start + body_length
-        if body_length < 0 or body_end + 2 > size:
-            raise MessageFormatError(f"batch entry at offset {pos}: bad BODYLENGTH {body_length}")
-        properties_length = _SHORT.unpack_from(body, body_end)[0]
-        end = body_end + 2 + properties_length
-        if properties_length < 0 or end > size:
-            raise MessageFormatError(
-                f"batch entry at offset {pos}: bad PROPERTIESLENGTH {properties_length}")
-        if total != end - pos:
-            raise MessageFormatError(
-                f"batch entry at offset {pos}: TOTALSIZE {total} but the fields take {end - pos}")
-        properties = (
-            string_to_properties(str(body[body_end + 2 : end], "utf-8", "replace"))
-            if properties_length
-            else {}
-        )
-        messages.append(Message(topic, bytes(body[body_start:body_end]), flag, properties))
-        pos = end
-    return messages
-
-
 def java_string_hash(text: str) -> int:
     """
     Java ``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed 32-bit
@@ -529,62 +461,3 @@ def tags_code(tags: str | None) -> int:
     return java_string_hash(tags)
 
 
-def compress_body(body: bytes, level: int = DEFAULT_COMPRESS_LEVEL) -> bytes:
-    """
-    Compress *body* like a Java producer (zlib container, ``Deflater(level)``). The caller
-    decides when (Java: bodies of 4096 bytes or more, never batches) and sets
-    ``COMPRESSED_FLAG | COMPRESSION_ZLIB_TYPE`` (0x301) in the sysFlag.
-    """
-    return zlib.compress(body, level)
-
-
-def decompress_body(body: bytes, sys_flag: int) -> bytes:
-    """
-    Undo producer compression according to *sys_flag*: *body* is returned unchanged unless
-    ``COMPRESSED_FLAG`` is set. Type 0 or 3 is zlib; 1 (LZ4 frame) and 2 (zstd) need the
-    optional ``lz4`` / ``zstandard`` packages.
-
-    :raises UnsupportedCompressionError: for LZ4/zstd without their library, or types 4-7.
-    :raises MessageFormatError: if the data does not decompress.
-    """
-    if not sys_flag & _COMPRESSED:
-        return body
-    return _inflate(body, sys_flag)
-
-
-def _inflate(body: bytes, sys_flag: int) -> bytes:
-    kind = (sys_flag & MessageSysFlag.COMPRESSION_TYPE_MASK) >> 8
-    if kind == CompressionType.ZLIB or kind == CompressionType.ZLIB_LEGACY:
-        try:
-            return zlib.decompress(body)
-        except zlib.error as e:
-            raise MessageFormatError(f"zlib-compressed body does not decompress: {e}") from None
-    decompress = _optional_decompressor(kind)
-    try:
-        return decompress(body)
-    except Exception as e:  # third-party libraries raise assorted types
-        raise MessageFormatError(
-            f"{CompressionType(kind).name}-compressed body does not decompress: {e}") from None
-
-
-def _optional_decompressor(kind: int) -> Callable[[bytes], bytes]:
-    if kind == CompressionType.LZ4:
-        try:
-            import lz4.frame  # type: ignore[import-not-found]
-        except ImportError:
-            raise UnsupportedCompressionError(
-                "body is LZ4-compressed; install the 'lz4' package to read it") from None
-        return lz4.frame.decompress  # type: ignore[no-any-return]
-    if kind == CompressionType.ZSTD:
-        try:
-            import zstandard  # type: ignore[import-not-found]
-        except ImportError:
-            raise UnsupportedCompressionError(
-                "body is zstd-compressed; install the 'zstandard' package to read it") from None
-
-        def zstd_decompress(data: bytes) -> bytes:
-            # Java's ZstdOutputStream does not record the content size, so stream-decode.
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)  # type: ignore[no-any-return]
-
-        return zstd_decompress
-    raise UnsupportedCompressionError(f"unknown compression type {kind} in sysFlag")

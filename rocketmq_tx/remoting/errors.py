@@ -8,6 +8,8 @@ Twisted layer raises or wraps these rather than the other way round.
 
 from __future__ import annotations
 
+from rocketmq_tx.common.errors import RocketMQError
+
 __all__ = [
     "RocketMQError",
     "RemotingError",
@@ -19,10 +21,6 @@ __all__ = [
     "RemotingCommandError",
     "MQBrokerError",
 ]
-
-
-class RocketMQError(Exception):
-    """Root of every error rocketmq_tx raises on purpose."""
 
 
 class RemotingError(RocketMQError):

@@ -45,6 +45,16 @@ class PropertiesToStringTests(SynchronousTestCase):
         """
         self.assertEqual(properties_to_string({"A": None, "B": "b", "C": None}), "B\x01b")
 
+    def test_trailing_separator(self) -> None:
+        """
+        On request the text ends with 0x02, as Java 4.9.0 and 5.5.1 write it; never for an
+        empty map.
+        """
+        self.assertEqual(
+            properties_to_string({"A": "a", "B": "b"}, trailing_separator=True), "A\x01a\x02B\x01b\x02"
+        )
+        self.assertEqual(properties_to_string({}, trailing_separator=True), "")
+
     def test_empty_value_written(self) -> None:
         """
         An empty (not ``None``) value is written, although readers will drop it.

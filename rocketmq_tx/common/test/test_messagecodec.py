@@ -1,29 +1,25 @@
 """
-Tests for :mod:`rocketmq_tx.common.messagecodec`: hand-made byte vectors and edge cases.
-Generated-value tests against the ``construct`` declarations are in ``test_formats``.
+Tests for the record codec of :mod:`rocketmq_tx.common.messagecodec`: hand-made byte vectors
+and edge cases. Batches and compression have their own modules; generated-value tests against
+the ``construct`` declarations are in ``test_formats``.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.common.errors import MessageFormatError, UnsupportedCompressionError
-from rocketmq_tx.common.message import Message, MessageExt
+from rocketmq_tx.common.errors import MessageFormatError
+from rocketmq_tx.common.message import MessageExt
 from rocketmq_tx.common.messagecodec import (
     BORN_HOST_POSITION,
     PHY_POS_POSITION,
     QUEUE_OFFSET_POSITION,
     SYSFLAG_POSITION,
     calc_record_size,
-    compress_body,
-    decode_batch,
     decode_message,
     decode_messages,
-    decompress_body,
-    encode_batch,
     encode_message,
     encode_record,
     java_string_hash,
@@ -260,7 +256,6 @@ class EncodeLimitTests(SynchronousTestCase):
         encode_message(msg)
         msg.properties["k"] += "v"
         self.assertRaises(MessageFormatError, encode_message, msg)
-        self.assertRaises(MessageFormatError, encode_batch, [msg])
 
     def test_out_of_range(self) -> None:
         """
@@ -268,7 +263,6 @@ class EncodeLimitTests(SynchronousTestCase):
         """
         self.assertRaises(MessageFormatError, encode_message, MessageExt(topic="T", queue_id=2**31))
         self.assertRaises(MessageFormatError, encode_message, MessageExt(topic="T", flag=-(2**31) - 1))
-        self.assertRaises(MessageFormatError, encode_batch, [Message("T", flag=2**31)])
 
     def test_host_name(self) -> None:
         """
@@ -468,157 +462,6 @@ class DecodeMessagesTests(SynchronousTestCase):
         """
         messages = decode_messages(RECORD * 2, read_body=False)
         self.assertEqual([m.body for m in messages], [b"", b""])
-
-
-class CompressionTests(SynchronousTestCase):
-    """
-    Compressed bodies.
-    """
-
-    body = b"RocketMQ " * 1000
-
-    def _compressed_record(self, sys_flag: int) -> tuple[bytes, bytes]:
-        stored = compress_body(self.body)
-        msg = MessageExt(topic="T", body=stored, sys_flag=sys_flag)
-        return encode_message(msg), stored
-
-    def test_compress_level(self) -> None:
-        """
-        ``compress_body`` is zlib at level 5 by default.
-        """
-        self.assertEqual(compress_body(self.body), zlib.compress(self.body, 5))
-        self.assertEqual(compress_body(self.body, 9), zlib.compress(self.body, 9))
-
-    def test_zlib_round_trip(self) -> None:
-        """
-        A zlib body (type 3, 0x301) decodes decompressed; BODYCRC covers the stored bytes.
-        """
-        data, stored = self._compressed_record(0x301)
-        msg, _ = decode_message(data, check_crc=True)
-        self.assertEqual(msg.body, self.body)
-        self.assertEqual(msg.sys_flag, 0x301)  # kept, as in Java
-        self.assertEqual(msg.body_crc, zlib.crc32(stored) & 0x7FFFFFFF)
-        raw, _ = decode_message(data, decompress_body=False)
-        self.assertEqual(raw.body, stored)
-
-    def test_legacy_type(self) -> None:
-        """
-        Type 0 (writers before 4.9.4 set only bit 0) is zlib too.
-        """
-        data, _ = self._compressed_record(MessageSysFlag.COMPRESSED_FLAG)
-        self.assertEqual(decode_message(data)[0].body, self.body)
-
-    def test_decompress_body(self) -> None:
-        """
-        ``decompress_body`` honours the flag.
-        """
-        stored = compress_body(self.body)
-        self.assertEqual(decompress_body(stored, 0x301), self.body)
-        self.assertIs(decompress_body(stored, 0x300), stored)  # bit 0 clear: untouched
-
-    def test_corrupt_zlib(self) -> None:
-        """
-        A body that does not inflate raises :class:`MessageFormatError`.
-        """
-        msg = MessageExt(topic="T", body=b"not zlib", sys_flag=0x301)
-        self.assertRaises(MessageFormatError, decode_message, encode_message(msg))
-        self.assertRaises(MessageFormatError, decompress_body, b"not zlib", 1)
-
-    def test_unknown_type(self) -> None:
-        """
-        Types 4-7 are unknown.
-        """
-        self.assertRaises(UnsupportedCompressionError, decompress_body, b"x", 0x501)
-
-    def test_lz4_and_zstd_without_library(self) -> None:
-        """
-        LZ4 and zstd bodies need optional libraries; without them the error says so.
-        """
-        for sys_flag, module in ((0x101, "lz4"), (0x201, "zstandard")):
-            try:
-                __import__(module)
-            except ImportError:
-                msg = MessageExt(topic="T", body=b"\x04\x22\x4d\x18", sys_flag=sys_flag)
-                error = self.assertRaises(
-                    UnsupportedCompressionError, decode_message, encode_message(msg)
-                )
-                self.assertIn(module, str(error))
-                self.assertIsInstance(error, MessageFormatError)
-                # Still readable without decompression.
-                self.assertEqual(
-                    decode_message(encode_message(msg), decompress_body=False)[0].body,
-                    b"\x04\x22\x4d\x18",
-                )
-
-
-# Two messages of a SEND_BATCH_MESSAGE body.
-BATCH = bytes.fromhex(
-    "0000001b"  # TOTALSIZE 27 = 22 + 2 + 3
-    "00000000"  # MAGICCODE 0
-    "00000000"  # BODYCRC 0
-    "00000001"  # FLAG 1
-    "00000002" "6869"  # BODYLENGTH 2, BODY "hi"
-    "0003" "610162"  # PROPERTIESLENGTH 3, "a\x01b"
-    "00000016"  # TOTALSIZE 22
-    "00000000" "00000000"  # MAGICCODE, BODYCRC
-    "ffffffff"  # FLAG -1
-    "00000000"  # BODYLENGTH 0
-    "0000"  # PROPERTIESLENGTH 0
-)
-
-
-class BatchTests(SynchronousTestCase):
-    """
-    SEND_BATCH_MESSAGE bodies.
-    """
-
-    messages = [Message("", b"hi", 1, {"a": "b"}), Message("", b"", -1, {})]
-
-    def test_encode(self) -> None:
-        """
-        Encoding gives the annotated bytes.
-        """
-        self.assertEqual(encode_batch(self.messages), BATCH)
-
-    def test_decode(self) -> None:
-        """
-        Decoding gives the messages back, with the topic supplied by the caller.
-        """
-        self.assertEqual(decode_batch(BATCH), self.messages)
-        self.assertEqual([m.topic for m in decode_batch(BATCH, "T")], ["T", "T"])
-
-    def test_tolerant_reader(self) -> None:
-        """
-        MAGICCODE and BODYCRC are ignored, and a trailing 0x02 in properties is accepted.
-        """
-        data = bytearray(BATCH)
-        data[4:12] = b"\x12" * 8
-        self.assertEqual(decode_batch(bytes(data)), self.messages)
-        go_style = encode_batch([Message("", b"", 0, {})])[:-2] + b"\x00\x04a\x01b\x02"
-        go_style = struct.pack(">i", 26) + go_style[4:]
-        self.assertEqual(decode_batch(go_style)[0].properties, {"a": "b"})
-
-    def test_malformed(self) -> None:
-        """
-        Truncations and inconsistent lengths raise :class:`MessageFormatError`.
-        """
-        for size in range(1, len(BATCH)):
-            if size == 27:  # a whole first entry
-                continue
-            self.assertRaises(MessageFormatError, decode_batch, BATCH[:size])
-        bad_total = struct.pack(">i", 28) + BATCH[4:]
-        self.assertRaises(MessageFormatError, decode_batch, bad_total)
-        bad_body = BATCH[:16] + struct.pack(">i", -1) + BATCH[20:]
-        self.assertRaises(MessageFormatError, decode_batch, bad_body)
-        bad_props = BATCH[:22] + struct.pack(">h", -3) + BATCH[24:]
-        self.assertRaises(MessageFormatError, decode_batch, bad_props)
-
-    def test_empty(self) -> None:
-        """
-        No messages, no bytes.
-        """
-        self.assertEqual(encode_batch([]), b"")
-        self.assertEqual(decode_batch(b""), [])
 
 
 class JavaStringHashTests(SynchronousTestCase):

@@ -64,13 +64,11 @@ public final class ClientDriver {
         NettyRemotingClient client = new NettyRemotingClient(config);
         client.start();
         ClientDriver driver = new ClientDriver(client, addr, st);
-        try {
-            for (String c : cases) {
-                driver.runCase(c);
-            }
-        } finally {
-            client.shutdown();
+        for (String c : cases) {
+            driver.runCase(c);
         }
+        // No client.shutdown(): Netty's graceful event-loop shutdown idles for ~2 s (5.x:
+        // ~2.7 s of a 4 s run). Every line is printed and flushed; exiting closes the sockets.
         System.exit(0);
     }
 

@@ -1,0 +1,101 @@
+"""
+Tests for compressed bodies: :func:`compress_body`, :func:`decompress_body` and how
+:func:`decode_message` applies them.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from rocketmq_tx.common.errors import MessageFormatError, UnsupportedCompressionError
+from rocketmq_tx.common.message import MessageExt
+from rocketmq_tx.common.messagecodec import (
+    compress_body,
+    decode_message,
+    decompress_body,
+    encode_message,
+)
+from rocketmq_tx.common.sysflag import MessageSysFlag
+
+
+class CompressionTests(SynchronousTestCase):
+    """
+    Compressed bodies.
+    """
+
+    body = b"RocketMQ " * 1000
+
+    def _compressed_record(self, sys_flag: int) -> tuple[bytes, bytes]:
+        stored = compress_body(self.body)
+        msg = MessageExt(topic="T", body=stored, sys_flag=sys_flag)
+        return encode_message(msg), stored
+
+    def test_compress_level(self) -> None:
+        """
+        ``compress_body`` is zlib at level 5 by default.
+        """
+        self.assertEqual(compress_body(self.body), zlib.compress(self.body, 5))
+        self.assertEqual(compress_body(self.body, 9), zlib.compress(self.body, 9))
+
+    def test_zlib_round_trip(self) -> None:
+        """
+        A zlib body (type 3, 0x301) decodes decompressed; BODYCRC covers the stored bytes.
+        """
+        data, stored = self._compressed_record(0x301)
+        msg, _ = decode_message(data, check_crc=True)
+        self.assertEqual(msg.body, self.body)
+        self.assertEqual(msg.sys_flag, 0x301)  # kept, as in Java
+        self.assertEqual(msg.body_crc, zlib.crc32(stored) & 0x7FFFFFFF)
+        raw, _ = decode_message(data, decompress_body=False)
+        self.assertEqual(raw.body, stored)
+
+    def test_legacy_type(self) -> None:
+        """
+        Type 0 (writers before 4.9.4 set only bit 0) is zlib too.
+        """
+        data, _ = self._compressed_record(MessageSysFlag.COMPRESSED_FLAG)
+        self.assertEqual(decode_message(data)[0].body, self.body)
+
+    def test_decompress_body(self) -> None:
+        """
+        ``decompress_body`` honours the flag.
+        """
+        stored = compress_body(self.body)
+        self.assertEqual(decompress_body(stored, 0x301), self.body)
+        self.assertIs(decompress_body(stored, 0x300), stored)  # bit 0 clear: untouched
+
+    def test_corrupt_zlib(self) -> None:
+        """
+        A body that does not inflate raises :class:`MessageFormatError`.
+        """
+        msg = MessageExt(topic="T", body=b"not zlib", sys_flag=0x301)
+        self.assertRaises(MessageFormatError, decode_message, encode_message(msg))
+        self.assertRaises(MessageFormatError, decompress_body, b"not zlib", 1)
+
+    def test_unknown_type(self) -> None:
+        """
+        Types 4-7 are unknown.
+        """
+        self.assertRaises(UnsupportedCompressionError, decompress_body, b"x", 0x501)
+
+    def test_lz4_and_zstd_without_library(self) -> None:
+        """
+        LZ4 and zstd bodies need optional libraries; without them the error says so.
+        """
+        for sys_flag, module in ((0x101, "lz4"), (0x201, "zstandard")):
+            try:
+                __import__(module)
+            except ImportError:
+                msg = MessageExt(topic="T", body=b"\x04\x22\x4d\x18", sys_flag=sys_flag)
+                error = self.assertRaises(
+                    UnsupportedCompressionError, decode_message, encode_message(msg)
+                )
+                self.assertIn(module, str(error))
+                self.assertIsInstance(error, MessageFormatError)
+                # Still readable without decompression.
+                self.assertEqual(
+                    decode_message(encode_message(msg), decompress_body=False)[0].body,
+                    b"\x04\x22\x4d\x18",
+                )
