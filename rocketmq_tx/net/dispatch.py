@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from twisted.internet.defer import Deferred, maybeDeferred, succeed
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import Attribute, Interface
@@ -84,21 +84,27 @@ class ProcessorTable:
         """The processor for *code*, else the default, else ``None``."""
         return self._processors.get(code, self.default)
 
-    def dispatch(self, ctx: IRemotingContext, request: RemotingCommand) -> Deferred:
+    def dispatch(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred | None:
         """
-        Run *request* through its processor; fires with the response to send or ``None``.
+        Run *request* through its processor: returns the response to send, ``None`` for
+        none, or a Deferred of either when the processor answers later.
 
         Never fails: a processor exception becomes SYSTEM_ERROR with a short remark (the
-        traceback is logged, not sent).
+        traceback is logged, not sent). Synchronous processors cost no Deferred, which
+        matters on the per-message path.
         """
-        processor = self.lookup(request.code)
+        processor = self._processors.get(request.code, self.default)
         if processor is None:
-            return succeed(_unsupported(request))
+            return _unsupported(request)
         if processor.reject_request():
-            return succeed(request.make_response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK))
-        d = maybeDeferred(processor.process_request, ctx, request)
-        d.addErrback(self._failed, ctx, request)
-        return d
+            return request.make_response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
+        try:
+            result = processor.process_request(ctx, request)
+        except Exception:
+            return self._failed(Failure(), ctx, request)
+        if isinstance(result, Deferred):
+            return result.addErrback(self._failed, ctx, request)
+        return result
 
     def _failed(self, failure: Failure, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         if failure.check(RemotingCommandError):

@@ -121,10 +121,13 @@ class RemotingProtocol(Protocol, TimeoutMixin):
     # -- requests from the peer -----------------------------------------------
 
     def _request_received(self, request: RemotingCommand) -> None:
-        d = self.processors.dispatch(self, request)
+        result = self.processors.dispatch(self, request)
         if request.flag & RPC_ONEWAY:
             return
-        d.addCallback(self._send_response, request)
+        if isinstance(result, Deferred):
+            result.addCallback(self._send_response, request)
+        else:
+            self._send_response(result, request)
 
     def _send_response(self, response: RemotingCommand | None, request: RemotingCommand) -> None:
         if response is None or not self.connected:

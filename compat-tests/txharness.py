@@ -1,0 +1,107 @@
+"""
+Starting rocketmq_tx servers as fresh processes for interop tests (twistd plugins, the
+way an operator runs them), waiting for their "listening on" log line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / ".work"
+START_TIMEOUT = 60.0
+
+
+class TxProcess:
+    """A running twistd process; stdout is collected by a thread so it never blocks."""
+
+    def __init__(self, argv: list[str], log_path: Path) -> None:
+        self.argv = argv
+        self.log_path = log_path
+        self._log = open(log_path, "w", encoding="utf-8")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     stdin=subprocess.DEVNULL, cwd=WORK)
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.port: Optional[int] = None
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._log.write(line)
+            self._log.flush()
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float = START_TIMEOUT, start: int = 0) -> re.Match:
+        """Block until a log line matches *pattern* (a readiness wait, not a sleep)."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        seen = start
+        with self._cond:
+            while True:
+                for line in self.lines[seen:]:
+                    m = regex.search(line)
+                    if m:
+                        return m
+                seen = len(self.lines)
+                if self.proc.poll() is not None and seen == len(self.lines):
+                    raise RuntimeError(f"{self.argv} exited ({self.proc.returncode}) before {pattern!r}:\n"
+                                       + "\n".join(self.lines[-30:]))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"{self.argv}: no {pattern!r} within {timeout}s:\n" + "\n".join(self.lines[-30:]))
+                self._cond.wait(min(remaining, 0.5))
+
+    def stop(self, grace: float = 10.0) -> Optional[int]:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(grace)
+        return self.proc.returncode
+
+
+def twistd() -> str:
+    exe = shutil.which("twistd") or os.path.join(os.path.dirname(sys.executable), "twistd")
+    if not os.path.exists(exe):
+        raise RuntimeError("twistd not found: install the package (pip install -e .)")
+    return exe
+
+
+def start_twistd(plugin: str, args: Sequence[str], label: Optional[str] = None) -> TxProcess:
+    """``twistd -n --pidfile= <plugin> <args>``; returns once it logs its listening port."""
+    WORK.mkdir(exist_ok=True)
+    label = label or plugin
+    log_path = WORK / f"{label}-{os.getpid()}-{time.monotonic_ns()}.log"
+    proc = TxProcess([twistd(), "-n", "--pidfile=", plugin, *args], log_path)
+    try:
+        m = proc.wait_for(rf"{re.escape(plugin)} listening on [^:]+:(\d+)")
+    except Exception:
+        proc.stop()
+        raise
+    proc.port = int(m.group(1))
+    return proc
+
+
+def run_pydriver(addr: str, serialize: str, client: str, cases: Sequence[str] = (), timeout: float = 180.0) -> list[str]:
+    """Run pydriver.py in a fresh interpreter; returns its stdout lines."""
+    out = subprocess.run([sys.executable, str(HERE / "pydriver.py"), addr, serialize, client, *cases],
+                         capture_output=True, text=True, timeout=timeout, cwd=HERE)
+    if out.returncode != 0:
+        raise RuntimeError(f"pydriver exited {out.returncode}:\n{out.stderr[-3000:]}")
+    return out.stdout.splitlines()
