@@ -412,7 +412,12 @@ def collect(jp: JavaProcess, timeout: float = 120.0, check: bool = True) -> list
 
 def run_java_parallel(jobs: Iterable[tuple[str, str, Sequence[str]]], timeout: float = 120.0,
                       jvm_args: Sequence[str] = DEFAULT_JVM_ARGS) -> list[list[str]]:
-    """Run several (classpath, main, args) programs at once; return their stdout lines in order."""
+    """Run several (classpath, main, args) programs at once; return their stdout lines in order.
+
+    Caution: ClientDriver's oneway case measures a server-wide counter, so two drivers
+    against the same server at once can see each other's oneways. Use one driver with
+    "JSON,ROCKETMQ" instead.
+    """
     procs = [spawn_java(cp, main, args, jvm_args) for cp, main, args in jobs]
     results: list[list[str]] = []
     try:
