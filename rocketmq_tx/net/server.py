@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory
 
@@ -17,6 +19,8 @@ class RemotingServerFactory(Factory):
     """
     Builds one :class:`RemotingProtocol` per accepted connection; listen with an endpoint.
 
+    :param on_connection_lost: called with each connection that closes (a name server
+        forgets the broker registered over it).
     :ivar connections: the live connections (a broker calls its clients through these).
     """
 
@@ -29,7 +33,9 @@ class RemotingServerFactory(Factory):
         *,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        on_connection_lost: Callable[[RemotingProtocol], object] | None = None,
     ) -> None:
+        self.on_connection_lost = on_connection_lost
         self.processors = processors
         self.clock = clock
         self.max_frame_length = max_frame_length
@@ -50,4 +56,6 @@ class RemotingServerFactory(Factory):
 
     def _closed(self, proto: RemotingProtocol) -> RemotingProtocol:
         self.connections.discard(proto)
+        if self.on_connection_lost is not None:
+            self.on_connection_lost(proto)
         return proto

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping
 
 import orjson
 
-__all__ = ["ObjectKey", "loads", "dumps", "JSONDecodeError"]
+__all__ = ["ObjectKey", "loads", "dumps", "dumps_legacy", "JSONDecodeError"]
 
 JSONDecodeError = json.JSONDecodeError
 
@@ -94,7 +94,15 @@ def dumps(value: Any) -> bytes:
         return "".join(_write(value)).encode("utf-8")
 
 
-def _write(value: Any) -> Iterator[str]:
+def dumps_legacy(value: Any) -> bytes:
+    """
+    Write what plain fastjson writes: integer map keys unquoted (``{0:"a"}``). Only for
+    peers that predate standard JSON (a Java client before 4.9.4 asking for a route).
+    """
+    return "".join(_write(value, legacy=True)).encode("utf-8")
+
+
+def _write(value: Any, legacy: bool = False) -> Iterator[str]:
     if isinstance(value, Mapping):
         yield "{"
         first = True
@@ -103,21 +111,23 @@ def _write(value: Any) -> Iterator[str]:
                 yield ","
             first = False
             if isinstance(key, ObjectKey):
-                yield from _write(dict(key))
+                yield from _write(dict(key), legacy)
+            elif legacy and isinstance(key, int) and not isinstance(key, bool):
+                yield str(key)
             else:
                 yield json.dumps(str(key), ensure_ascii=False)
             yield ":"
-            yield from _write(item)
+            yield from _write(item, legacy)
         yield "}"
     elif isinstance(value, (list, tuple)):
         yield "["
         for i, item in enumerate(value):
             if i:
                 yield ","
-            yield from _write(item)
+            yield from _write(item, legacy)
         yield "]"
     else:
-        yield json.dumps(value, ensure_ascii=False)
+        yield json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 _WS = frozenset(" \t\r\n\f\b")

@@ -18,12 +18,13 @@ from construct import (
     Int32ub,
     PascalString,
     Prefixed,
+    PrefixedArray,
     Struct,
     Terminated,
     this,
 )
 
-__all__ = ["Frame", "RocketMQHeader", "ExtField"]
+__all__ = ["Frame", "RocketMQHeader", "ExtField", "RegisterBrokerBodyCompressed"]
 
 #: One frame: the length counts everything after itself.
 Frame = Prefixed(
@@ -52,4 +53,19 @@ RocketMQHeader = Struct(
     "remark" / PascalString(Int32sb, "utf8"),
     "ext_fields" / Prefixed(Int32sb, GreedyRange(ExtField)),
     Terminated,
+)
+
+
+def _length_prefixed_text() -> Prefixed:
+    return PascalString(Int32sb, "utf8")
+
+
+#: The inflated body of REGISTER_BROKER with ``compressed=true`` (``RegisterBrokerBody.encode(true)``):
+#: the DataVersion JSON, each TopicConfig as its space-separated line, the filter-server list
+#: as a JSON array; a 5.x broker appends topic-queue mappings, which 4.9 ignores (so do we).
+RegisterBrokerBodyCompressed = Struct(
+    "data_version" / _length_prefixed_text(),
+    "topic_configs" / PrefixedArray(Int32sb, _length_prefixed_text()),
+    "filter_server_list" / _length_prefixed_text(),
+    "rest" / GreedyBytes,
 )

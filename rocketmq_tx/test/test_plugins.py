@@ -12,7 +12,7 @@ from twisted.application.service import IServiceMaker
 from twisted.plugin import IPlugin, getPlugins
 from twisted.trial.unittest import SynchronousTestCase
 
-TAPNAMES = {"rocketmq-echo"}
+TAPNAMES = {"rocketmq-echo", "rocketmq-namesrv"}
 
 
 class PluginTests(SynchronousTestCase):

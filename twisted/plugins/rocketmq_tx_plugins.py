@@ -11,3 +11,10 @@ rocketmq_echo = ServiceMaker(
     "A RocketMQ remoting echo server (diagnostics and interop tests).",
     "rocketmq-echo",
 )
+
+rocketmq_namesrv = ServiceMaker(
+    "rocketmq-tx name server",
+    "rocketmq_tx.namesrv.tap",
+    "A RocketMQ name server (routes, broker registration, KV config), like mqnamesrv.",
+    "rocketmq-namesrv",
+)

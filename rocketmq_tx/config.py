@@ -1,0 +1,134 @@
+# -*- test-case-name: rocketmq_tx.test.test_config -*-
+"""
+Java-style configuration: ``.properties``/``.conf`` files with the Java servers' own keys.
+
+A :class:`Settings` subclass declares its keys once (:class:`Setting`: Java key,
+default, type). Values are looked up by Java key, which is the compatibility surface;
+files are read with ``javaproperties`` (``java.util.Properties`` syntax exactly:
+escapes, continuations, ``:`` or ``=``). Unknown keys are reported, not dropped; a value
+that does not parse is a :class:`ConfigError` naming the key, so a daemon can refuse to
+start with a one-line message before it binds anything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable, Mapping
+
+import javaproperties
+
+__all__ = ["ConfigError", "Setting", "Settings", "read_properties_file", "read_properties_text"]
+
+
+class ConfigError(ValueError):
+    """A configuration value or file is unusable; the message is one line for the operator."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One configuration key: Java's name, the default, and its type (bool, int, float or str)."""
+
+    key: str
+    default: Any
+    kind: type = str
+    doc: str = ""
+
+    def parse(self, raw: str) -> Any:
+        text = raw.strip()
+        if self.kind is bool:
+            if text.lower() not in ("true", "false"):
+                raise ConfigError(f"{self.key}: expected true or false, got {raw!r}")
+            return text.lower() == "true"
+        if self.kind is int:
+            try:
+                return int(text)
+            except ValueError:
+                raise ConfigError(f"{self.key}: expected an integer, got {raw!r}") from None
+        if self.kind is float:
+            try:
+                return float(text)
+            except ValueError:
+                raise ConfigError(f"{self.key}: expected a number, got {raw!r}") from None
+        return raw
+
+    def format(self, value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "" if value is None else str(value)
+
+
+def read_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    """
+    Read a Java properties file.
+
+    :raises ConfigError: unreadable or undecodable.
+    """
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            return dict(javaproperties.load(f))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ConfigError(f"cannot read configuration file {path}: {e}") from None
+
+
+def read_properties_text(text: str) -> dict[str, str]:
+    """
+    Parse properties text (a request body, for instance).
+
+    :raises ConfigError: not parseable as properties.
+    """
+    try:
+        return dict(javaproperties.loads(text))
+    except ValueError as e:
+        raise ConfigError(f"invalid properties text: {e}") from None
+
+
+class Settings:
+    """Typed values by Java key; subclasses set :attr:`SPEC`."""
+
+    SPEC: ClassVar[tuple[Setting, ...]] = ()
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
+        self._spec = {s.key: s for s in self.SPEC}
+        self._values: dict[str, Any] = {s.key: s.default for s in self.SPEC}
+        for key, value in (overrides or {}).items():
+            if key not in self._spec:
+                raise KeyError(key)
+            self._values[key] = value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in self._spec:
+            raise KeyError(key)
+        self._values[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._spec
+
+    def keys(self) -> Iterable[str]:
+        return self._values.keys()
+
+    def update_from_properties(self, properties: Mapping[str, str]) -> list[str]:
+        """
+        Apply the keys this object knows; returns the unknown keys (for a warning).
+
+        All values are parsed before any is applied, so a bad file changes nothing.
+
+        :raises ConfigError: a known key's value does not parse.
+        """
+        parsed = {}
+        unknown = []
+        for key, raw in properties.items():
+            setting = self._spec.get(key)
+            if setting is None:
+                unknown.append(key)
+            else:
+                parsed[key] = setting.parse(raw)
+        self._values.update(parsed)
+        return unknown
+
+    def to_properties(self) -> dict[str, str]:
+        """Every key with its current value as text (what ``-p`` prints)."""
+        return {key: self._spec[key].format(value) for key, value in self._values.items()}

@@ -1,0 +1,78 @@
+# -*- test-case-name: rocketmq_tx.namesrv.test.test_tap -*-
+"""
+The name server's settings: Java's ``NamesrvConfig`` and ``NettyServerConfig`` keys, with
+their defaults, plus rocketmq-tx's own (marked "tx").
+
+Keys we read but do not act on (thread pools, socket buffers) are accepted so that a
+Java ``namesrv.properties`` works unchanged; ``docs/operations.md`` lists which matter.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rocketmq_tx.config import Setting, Settings
+
+__all__ = ["NamesrvSettings", "NAMESRV_CONFIG", "NETTY_SERVER_CONFIG"]
+
+_HOME = str(Path.home())
+
+NAMESRV_CONFIG = (
+    Setting("rocketmqHome", os.environ.get("ROCKETMQ_HOME", ""), str, "RocketMQ home directory"),
+    Setting("kvConfigPath", os.path.join(_HOME, "namesrv", "kvConfig.json"), str, "where KV configuration persists"),
+    Setting("configStorePath", os.path.join(_HOME, "namesrv", "namesrv.properties"), str,
+            "where UPDATE_NAMESRV_CONFIG persists the configuration"),
+    Setting("productEnvName", "center", str),
+    Setting("clusterTest", False, bool),
+    Setting("orderMessageEnable", False, bool, "add orderTopicConf from the ORDER_TOPIC_CONFIG KV namespace to routes"),
+    Setting("configBlackList", "configBlackList;configStorePath;kvConfigPath", str,
+            "keys UPDATE_NAMESRV_CONFIG may not change"),
+    # 5.x NamesrvConfig
+    # 5.x NamesrvConfig keys. scanNotActiveBrokerInterval defaults to 5 s there; 4.9
+    # scans every 10 s, which we keep.
+    Setting("scanNotActiveBrokerInterval", 10 * 1000, int, "ms between broker expiry scans"),
+    Setting("returnOrderTopicConfigToBroker", True, bool, "send the ORDER_TOPIC_CONFIG table back on registration"),
+    Setting("enableAllTopicList", True, bool, "answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER"),
+    Setting("enableTopicList", True, bool, "answer the other topic-list requests"),
+    Setting("clientRequestThreadPoolNums", 8, int),
+    Setting("defaultThreadPoolNums", 16, int),
+    Setting("clientRequestThreadPoolQueueCapacity", 50000, int),
+    Setting("defaultThreadPoolQueueCapacity", 10000, int),
+    Setting("unRegisterBrokerQueueCapacity", 3000, int),
+    Setting("supportActingMaster", False, bool, "not supported: accepted and ignored"),
+    Setting("notifyMinBrokerIdChanged", False, bool, "not supported: accepted and ignored"),
+    Setting("enableControllerInNamesrv", False, bool, "not supported: accepted and ignored"),
+    Setting("needWaitForService", False, bool, "not supported: accepted and ignored"),
+    Setting("waitSecondsForService", 45, int, "not supported: accepted and ignored"),
+    Setting("deleteTopicWithBrokerRegistration", False, bool, "not supported: accepted and ignored"),
+    # rocketmq-tx
+    Setting("brokerChannelExpiredTime", 120 * 1000, int, "tx: ms of silence before a broker is dropped"),
+)
+
+NETTY_SERVER_CONFIG = (
+    Setting("listenPort", 9876, int, "TCP port (0: any free port)"),
+    Setting("bindAddress", "0.0.0.0", str, "interface to bind (5.x key)"),
+    Setting("serverWorkerThreads", 8, int),
+    Setting("serverCallbackExecutorThreads", 0, int),
+    Setting("serverSelectorThreads", 3, int),
+    Setting("serverOnewaySemaphoreValue", 256, int),
+    Setting("serverAsyncSemaphoreValue", 64, int),
+    Setting("serverChannelMaxIdleTimeSeconds", 120, int, "idle connections are closed after this"),
+    Setting("serverSocketSndBufSize", 0, int),
+    Setting("serverSocketRcvBufSize", 0, int),
+    Setting("writeBufferHighWaterMark", 0, int),
+    Setting("writeBufferLowWaterMark", 0, int),
+    Setting("serverSocketBacklog", 1024, int),
+    Setting("serverNettyWorkerGroupEnable", True, bool),
+    Setting("serverPooledByteBufAllocatorEnable", True, bool),
+    Setting("useEpollNativeSelector", False, bool),
+    Setting("enableShutdownGracefully", False, bool),
+    Setting("shutdownWaitTimeSeconds", 30, int),
+)
+
+
+class NamesrvSettings(Settings):
+    """Everything ``mqnamesrv -c`` reads, with Java's defaults."""
+
+    SPEC = NAMESRV_CONFIG + NETTY_SERVER_CONFIG

@@ -1,0 +1,51 @@
+# -*- test-case-name: rocketmq_tx.namesrv.test.test_processors -*-
+"""``ClientRequestProcessor``: GET_ROUTEINFO_BY_TOPIC (105), the clients' hot path."""
+
+from __future__ import annotations
+
+from zope.interface import implementer
+
+from rocketmq_tx.namesrv.controller import NamesrvController
+from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
+from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.remoting import RemotingCommand, ResponseCode, fastjson
+from rocketmq_tx.remoting.headers import GetRouteInfoRequestHeader
+
+__all__ = ["ClientRequestProcessor", "STANDARD_JSON_VERSION", "topic_not_exist_remark"]
+
+#: ``MQVersion.Version.V4_9_4.ordinal()``: from this client version on, routes are standard JSON.
+STANDARD_JSON_VERSION = 401
+
+
+def topic_not_exist_remark(topic: str) -> str:
+    """Java's remark, FAQ hint included."""
+    return (f"No topic route info in name server for the topic: {topic}"
+            "\nSee http://rocketmq.apache.org/docs/faq/ for further details.")
+
+
+@implementer(IRequestProcessor)
+class ClientRequestProcessor:
+    """Answers route queries from the route table."""
+
+    def __init__(self, controller: NamesrvController) -> None:
+        self.controller = controller
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
+        route = self.controller.route_info_manager.pickup_topic_route_data(header.topic)
+        if route is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
+        if self.controller.settings["orderMessageEnable"]:
+            route.order_topic_conf = self.controller.kv_config_manager.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
+        data = route.to_json()
+        if request.version >= STANDARD_JSON_VERSION or header.accept_standard_json_only:
+            # Java: BrowserCompatible + MapSortField, i.e. quoted keys in sorted order.
+            for broker in data["brokerDatas"]:
+                broker["brokerAddrs"] = dict(sorted(broker["brokerAddrs"].items()))
+            body = fastjson.dumps(data)
+        else:
+            body = fastjson.dumps_legacy(data)
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    def reject_request(self) -> bool:
+        return False

@@ -1,0 +1,229 @@
+# -*- test-case-name: rocketmq_tx.namesrv.test.test_processors -*-
+"""
+``DefaultRequestProcessor``: every name-server request except route queries — broker
+registration and keep-alive, cluster and topic listings, permissions, KV configuration,
+the server's own configuration. Response codes and remarks are Java 4.9.8's.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Callable
+
+from zope.interface import implementer
+
+from rocketmq_tx.common.route import DataVersion
+from rocketmq_tx.config import ConfigError, read_properties_text
+from rocketmq_tx.namesrv.controller import NamesrvController
+from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
+from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, RequestCode, ResponseCode, fastjson
+from rocketmq_tx.remoting.bodies import RegisterBrokerBody, kv_table, topic_list
+from rocketmq_tx.remoting.headers.namesrv import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
+
+__all__ = ["DefaultRequestProcessor"]
+
+Handler = Callable[[IRemotingContext, RemotingCommand], RemotingCommand]
+
+
+@implementer(IRequestProcessor)
+class DefaultRequestProcessor:
+    """One method per request code; :attr:`handlers` maps codes to them."""
+
+    def __init__(self, controller: NamesrvController) -> None:
+        self.controller = controller
+        self.routes = controller.route_info_manager
+        self.kv = controller.kv_config_manager
+        self.handlers: dict[int, Handler] = {
+            RequestCode.PUT_KV_CONFIG: self.put_kv_config,
+            RequestCode.GET_KV_CONFIG: self.get_kv_config,
+            RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
+            RequestCode.QUERY_DATA_VERSION: self.query_broker_topic_config,
+            RequestCode.REGISTER_BROKER: self.register_broker,
+            RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm_of_broker,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
+            RequestCode.GET_UNIT_TOPIC_LIST: self._topic_list_of(self.routes.get_unit_topics),
+            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self._topic_list_of(self.routes.get_has_unit_sub_topic_list),
+            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST:
+                self._topic_list_of(self.routes.get_has_unit_sub_un_unit_topic_list),
+            RequestCode.UPDATE_NAMESRV_CONFIG: self.update_config,
+            RequestCode.GET_NAMESRV_CONFIG: self.get_config,
+        }
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        handler = self.handlers.get(request.code)
+        if handler is None:
+            return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                         f" request type {request.code} not supported")
+        return handler(ctx, request)
+
+    def reject_request(self) -> bool:
+        return False
+
+    # -- KV configuration ----------------------------------------------------------
+
+    def put_kv_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.put(header.namespace, header.key, header.value)
+        return request.make_response()
+
+    def get_kv_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        value = self.kv.get(header.namespace, header.key)
+        if value is None:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND,
+                                         f"No config item, Namespace: {header.namespace} Key: {header.key}")
+        return request.make_response(ext_fields=GetKVConfigResponseHeader(value=value).to_ext_fields())
+
+    def delete_kv_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        self.kv.delete(header.namespace, header.key)
+        return request.make_response()
+
+    def get_kv_list_by_namespace(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields)
+        table = self.kv.list_namespace(header.namespace)
+        if table is None:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {header.namespace}")
+        return request.make_response(body=kv_table(table))
+
+    # -- brokers ------------------------------------------------------------------
+
+    def register_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        if header.body_crc32 and (zlib.crc32(request.body) & 0x7FFFFFFF) != header.body_crc32:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        if request.body:
+            # Before V3_0_11 the body was a bare TopicConfigSerializeWrapper.
+            body = (RegisterBrokerBody.decode(request.body, bool(header.compressed)) if request.version >= 37
+                    else self._old_wrapper(request.body))
+        else:
+            body = RegisterBrokerBody()
+        result = self.routes.register_broker(
+            header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
+            body.data_version, body.topic_config_table, body.filter_server_list if request.version >= 37 else None,
+            ctx,
+        )
+        order = (self.kv.list_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
+                 if self.controller.settings["returnOrderTopicConfigToBroker"] else None)
+        return request.make_response(
+            ext_fields=RegisterBrokerResponseHeader(result.ha_server_addr, result.master_addr).to_ext_fields(),
+            body=kv_table(order) if order is not None else b"",
+        )
+
+    @staticmethod
+    def _old_wrapper(body: bytes) -> RegisterBrokerBody:
+        wrapped = fastjson.dumps({"topicConfigSerializeWrapper": fastjson.loads(body)})
+        return RegisterBrokerBody.decode(wrapped, False)
+
+    def unregister_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.unregister_broker(header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
+        return request.make_response()
+
+    def query_broker_topic_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
+        try:
+            version = DataVersion.from_json(fastjson.loads(request.body) if request.body else None)
+        except (ValueError, TypeError, AttributeError) as e:
+            raise RemotingCommandError(f"invalid DataVersion body: {e}") from None
+        changed = self.routes.is_broker_topic_config_changed(header.broker_addr, version)
+        if not changed:
+            self.routes.update_broker_info_update_timestamp(header.broker_addr)
+        held = self.routes.query_broker_topic_config(header.broker_addr)
+        return request.make_response(ext_fields=QueryDataVersionResponseHeader(changed).to_ext_fields(),
+                                     body=fastjson.dumps(held.to_json()) if held is not None else b"")
+
+    def get_broker_cluster_info(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        brokers, clusters = self.routes.get_all_cluster_info()
+        body = fastjson.dumps({
+            "brokerAddrTable": {name: b.to_json() for name, b in brokers.items()},
+            "clusterAddrTable": {cluster: sorted(names) for cluster, names in clusters.items()},
+        })
+        return request.make_response(body=body)
+
+    def wipe_write_perm_of_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        count = self.routes.wipe_write_perm_of_broker(header.broker_name)
+        return request.make_response(ext_fields=WipeWritePermOfBrokerResponseHeader(count).to_ext_fields())
+
+    def add_write_perm_of_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        count = self.routes.add_write_perm_of_broker(header.broker_name)
+        return request.make_response(ext_fields=AddWritePermOfBrokerResponseHeader(count).to_ext_fields())
+
+    # -- topics --------------------------------------------------------------------
+
+    def _disabled(self, request: RemotingCommand, key: str) -> RemotingCommand | None:
+        # 5.x lets an operator switch topic listings off.
+        if self.controller.settings[key]:
+            return None
+        return request.make_response(ResponseCode.SYSTEM_ERROR, "disable")
+
+    def get_all_topic_list(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return self._disabled(request, "enableAllTopicList") or request.make_response(
+            body=topic_list(self.routes.get_all_topic_list()))
+
+    def delete_topic_in_namesrv(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        header = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.delete_topic(header.topic, header.cluster_name)
+        return request.make_response()
+
+    def get_topics_by_cluster(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        disabled = self._disabled(request, "enableTopicList")
+        if disabled is not None:
+            return disabled
+        header = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields)
+        return request.make_response(body=topic_list(self.routes.get_topics_by_cluster(header.cluster)))
+
+    def get_system_topic_list(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        topics, broker_addr = self.routes.get_system_topic_list()
+        return request.make_response(body=topic_list(topics, broker_addr))
+
+    def _topic_list_of(self, source: Callable[[], list[str]]) -> Handler:
+        def handler(ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+            return self._disabled(request, "enableTopicList") or request.make_response(body=topic_list(source()))
+        return handler
+
+    # -- the server's configuration ----------------------------------------------
+
+    def update_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        if request.body:
+            try:
+                properties = read_properties_text(request.body.decode("utf-8"))
+            except (UnicodeDecodeError, ConfigError):
+                return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
+            if self.controller.black_listed(properties):
+                return request.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+            try:
+                self.controller.update_config(properties)
+            except ConfigError as e:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+        return request.make_response()
+
+    def get_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(body=self.controller.config_text().encode("utf-8"))

@@ -1,0 +1,76 @@
+# -*- test-case-name: rocketmq_tx.namesrv.test.test_service -*-
+"""
+The name server as a Twisted service tree: the listening port, the broker expiry scan,
+and the controller holding the state.
+"""
+
+from __future__ import annotations
+
+from twisted.application import internet, service
+from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
+from twisted.internet.interfaces import IReactorTCP, IReactorTime
+from twisted.logger import Logger
+
+from rocketmq_tx.namesrv.config import NamesrvSettings
+from rocketmq_tx.namesrv.controller import NamesrvController
+from rocketmq_tx.namesrv.processors import processor_table
+from rocketmq_tx.net.protocol import RemotingProtocol
+from rocketmq_tx.net.server import RemotingServerFactory
+from rocketmq_tx.net.service import ListeningService
+
+__all__ = ["NamesrvService", "LABEL"]
+
+#: What the listening line says: ``rocketmq-namesrv listening on <host>:<port>``.
+LABEL = "rocketmq-namesrv"
+
+log = Logger()
+
+
+class NamesrvService(service.MultiService):
+    """
+    :param settings: the configuration.
+    :param reactor: provides TCP and time (``MemoryReactorClock`` in tests).
+    :ivar controller: the state (routes, KV configuration).
+    :ivar factory: the remoting server factory.
+    """
+
+    def __init__(self, settings: NamesrvSettings, reactor: IReactorTCP) -> None:
+        super().__init__()
+        clock: IReactorTime = reactor  # type: ignore[assignment]
+        self.settings = settings
+        self.controller = NamesrvController(
+            settings, now=lambda: int(clock.seconds() * 1000), close_channel=self._close_channel)
+        self.factory = RemotingServerFactory(
+            processor_table(self.controller), clock,
+            idle_timeout=settings["serverChannelMaxIdleTimeSeconds"] or None,
+            on_connection_lost=self._connection_lost,
+        )
+        host = settings["bindAddress"]
+        endpoint_type = TCP6ServerEndpoint if ":" in host else TCP4ServerEndpoint
+        endpoint = endpoint_type(reactor, settings["listenPort"], backlog=settings["serverSocketBacklog"],
+                                 interface=host)
+        self.listener = ListeningService(LABEL, endpoint, self.factory)
+        self.listener.setServiceParent(self)
+        scan = internet.TimerService(settings["scanNotActiveBrokerInterval"] / 1000.0, self._scan)
+        scan.clock = clock
+        scan.setServiceParent(self)
+
+    def startService(self) -> None:
+        self.controller.load()
+        super().startService()
+
+    def _scan(self) -> None:
+        removed = self.controller.route_info_manager.scan_not_active_broker()
+        if removed:
+            log.info("expired {count} inactive broker(s)", count=removed)
+
+    def _connection_lost(self, proto: RemotingProtocol) -> None:
+        addr = self.controller.route_info_manager.on_channel_destroy(proto)
+        if addr is not None:
+            log.info("broker {addr} left: its connection {peer} closed", addr=addr, peer=proto.peer)
+
+    @staticmethod
+    def _close_channel(channel: object) -> None:
+        transport = getattr(channel, "transport", None)
+        if transport is not None:
+            transport.loseConnection()
