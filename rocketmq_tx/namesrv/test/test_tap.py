@@ -34,6 +34,14 @@ class OptionsTests(SynchronousTestCase):
                          (0, True, "/tmp/a\\b.json"))
         self.assertEqual(options.unknown, ["someFutureKey"])
 
+    def test_sample_configuration(self) -> None:
+        """conf/namesrv.properties parses and every key in it is known."""
+        sample = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conf", "namesrv.properties")
+        options = tap.Options()
+        options.parseOptions(["-c", sample])
+        self.assertEqual(options.unknown, [])
+        self.assertEqual(options.settings["listenPort"], 9876)
+
     def test_invalid_values_refused(self) -> None:
         """A bad value or file is one line and exit status 1."""
         for args in (["--set", "listenPort=abc"], ["--set", "listenPort=70000"], ["-c", "/nonexistent/file"],
