@@ -190,14 +190,22 @@ class BrokerData:
     cluster: str
     broker_name: str
     broker_addrs: dict[int, str] = field(default_factory=dict)
+    #: 5.x only: sent by 5.x brokers, absent (``None``) for 4.x ones.
+    enable_acting_master: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"brokerAddrs": dict(self.broker_addrs), "brokerName": self.broker_name, "cluster": self.cluster}
+        out: dict[str, Any] = {"brokerAddrs": dict(self.broker_addrs), "brokerName": self.broker_name,
+                               "cluster": self.cluster}
+        if self.enable_acting_master is not None:
+            out["enableActingMaster"] = self.enable_acting_master
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BrokerData:
         addrs = {int(k): str(v) for k, v in dict(data.get("brokerAddrs") or {}).items()}
-        return cls(str(data.get("cluster") or ""), str(data["brokerName"]), addrs)
+        acting = data.get("enableActingMaster")
+        return cls(str(data.get("cluster") or ""), str(data["brokerName"]), addrs,
+                   None if acting is None else bool(acting))
 
     def select_broker_addr(self) -> str | None:
         """The master's address, else any slave's (Java ``selectBrokerAddr`` without randomness)."""

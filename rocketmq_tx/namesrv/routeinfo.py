@@ -98,6 +98,7 @@ class RouteInfoManager:
         topic_config_table: dict[str, TopicConfig] | None,
         filter_server_list: list[str] | None,
         channel: Hashable | None,
+        enable_acting_master: bool | None = None,
     ) -> RegisterBrokerResult:
         """REGISTER_BROKER: add or refresh a broker and, from a master, its topics."""
         result = RegisterBrokerResult()
@@ -107,6 +108,8 @@ class RouteInfoManager:
         if broker_data is None:
             register_first = True
             broker_data = self.broker_addr_table[broker_name] = BrokerData(cluster_name, broker_name, {})
+        if enable_acting_master is not None:
+            broker_data.enable_acting_master = enable_acting_master
         addrs = broker_data.broker_addrs
         # A slave switching to master (or back) on the same address keeps one record.
         for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
@@ -246,7 +249,8 @@ class RouteInfoManager:
             broker_data = self.broker_addr_table.get(name)
             if broker_data is None:
                 continue
-            clone = BrokerData(broker_data.cluster, broker_data.broker_name, dict(broker_data.broker_addrs))
+            clone = BrokerData(broker_data.cluster, broker_data.broker_name, dict(broker_data.broker_addrs),
+                               broker_data.enable_acting_master)
             route.broker_datas.append(clone)
             for addr in clone.broker_addrs.values():
                 servers = self.filter_server_table.get(addr)

@@ -126,7 +126,7 @@ class DefaultRequestProcessor:
         result = self.routes.register_broker(
             header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
             body.data_version, body.topic_config_table, body.filter_server_list if request.version >= 37 else None,
-            ctx,
+            ctx, header.enable_acting_master,
         )
         order = (self.kv.list_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
                  if self.controller.settings["returnOrderTopicConfigToBroker"] else None)
