@@ -36,6 +36,7 @@ class CommandCustomHeader:
     """Base of every typed header; see :func:`custom_header`."""
 
     _wire_fields: ClassVar[tuple[tuple[str, str, type, bool], ...]] = ()
+    _defaults: ClassVar[dict[str, Any]] = {}
 
     def to_ext_fields(self) -> dict[str, str]:
         """The ``extFields`` map for this header (``None`` fields left out)."""
@@ -68,21 +69,26 @@ _FROM_TEXT = {str: "{v}", int: "int({v})", float: "float({v})", bool: "({v}.lowe
 
 def _generate(cls: type) -> None:
     to_lines = ["def to_ext_fields(self):", "    out = {}"]
-    from_lines = ["def from_ext_fields(cls, ext):", "    get = ext.get", "    values = {}"]
-    for name, key, kind, required in cls._wire_fields:
+    from_lines = ["def from_ext_fields(cls, ext):", "    get = ext.get"]
+    args = []
+    for index, (name, key, kind, required) in enumerate(cls._wire_fields):
+        local = f"f{index}"
+        args.append(local)
         to_lines += [f"    v = self.{name}", "    if v is not None:",
                      f"        out[{key!r}] = " + _TO_TEXT[kind].format(v="v")]
-        from_lines += [f"    v = get({key!r})", "    if v is None:"]
-        from_lines += [f"        raise _missing({key!r})"] if required else ["        pass"]
-        from_lines += ["    else:"]
-        if kind is str:
-            from_lines += [f"        values[{name!r}] = v"]
-        else:
-            from_lines += ["        try:", f"            values[{name!r}] = " + _FROM_TEXT[kind].format(v="v"),
-                           "        except ValueError:", f"            raise _bad_value({key!r}, v) from None"]
+        from_lines += [f"    {local} = get({key!r})"]
+        if required:
+            from_lines += [f"    if {local} is None:", f"        raise _missing({key!r})"]
+        if kind is not str:
+            from_lines += [f"    if {local} is not None:", "        try:",
+                           f"            {local} = " + _FROM_TEXT[kind].format(v=local),
+                           "        except ValueError:", f"            raise _bad_value({key!r}, {local}) from None"]
+        if name in cls._defaults:
+            from_lines += [f"    if {local} is None:", f"        {local} = _defaults[{name!r}]"]
     to_lines.append("    return out")
-    from_lines.append("    return cls(**values)")
-    namespace: dict[str, Any] = {"_missing": _missing, "_bad_value": _bad_value}
+    # Positional construction: the fields were collected in declaration order.
+    from_lines.append(f"    return cls({', '.join(args)})")
+    namespace: dict[str, Any] = {"_missing": _missing, "_bad_value": _bad_value, "_defaults": cls._defaults}
     exec("\n".join(to_lines) + "\n\n" + "\n".join(from_lines), namespace)
     cls.to_ext_fields = namespace["to_ext_fields"]
     cls.from_ext_fields = classmethod(namespace["from_ext_fields"])
@@ -93,9 +99,12 @@ def custom_header(cls: type[T]) -> type[T]:
     cls = dataclasses.dataclass(slots=True)(cls)
     hints = typing.get_type_hints(cls)
     fields = []
+    defaults = {}
     for f in dataclasses.fields(cls):
         if "key" not in f.metadata:
-            continue
+            raise TypeError(f"{cls.__name__}.{f.name}: every header field must be declared with wire()")
+        if f.default is not None and f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
         kind = hints[f.name]
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         base = args[0] if args else kind
@@ -103,5 +112,6 @@ def custom_header(cls: type[T]) -> type[T]:
             raise TypeError(f"{cls.__name__}.{f.name}: unsupported header field type {base!r}")
         fields.append((f.name, f.metadata["key"], base, f.metadata["required"]))
     cls._wire_fields = tuple(fields)
+    cls._defaults = defaults
     _generate(cls)
     return cls

@@ -19,6 +19,7 @@ layout with construct; a property test holds this hand-written code to it.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from typing import Any
 
@@ -38,6 +39,8 @@ __all__ = [
     "decode_rocketmq_header",
 ]
 
+_orjson_loads = orjson.loads
+_STR = itertools.repeat(str)
 _LANGUAGE_NAMES = {member.value: member.name for member in LanguageCode}
 _LANGUAGE_BY_NAME = {member.name: member.value for member in LanguageCode}
 _SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
@@ -90,49 +93,45 @@ def decode_json_header(data: bytes, body: bytes) -> RemotingCommand:
     :raises RemoteProtocolError: not JSON, not an object, or code/flag/opaque unusable.
     """
     try:
-        header = fastjson.loads(data)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise RemoteProtocolError(f"undecodable JSON header: {e}") from None
-    if not isinstance(header, dict):
+        header = _orjson_loads(data)
+    except orjson.JSONDecodeError:
+        # Not strict JSON: read it the way fastjson would.
+        try:
+            header = fastjson.loads(data)
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise RemoteProtocolError(f"undecodable JSON header: {e}") from None
+    if type(header) is not dict:
         raise RemoteProtocolError("JSON header is not an object")
-    language = header.get("language", LanguageCode.JAVA)
-    if isinstance(language, str):
+    get = header.get
+    language = get("language", 0)
+    if type(language) is str:
         language = _LANGUAGE_BY_NAME.get(language, LanguageCode.OTHER)
-    elif not isinstance(language, int) or isinstance(language, bool):
+    elif type(language) is not int:
         language = LanguageCode.OTHER
-    ext = header.get("extFields")
+    ext = get("extFields")
     if ext is None:
         ext_fields: dict[str, str] = {}
     elif type(ext) is dict:
         ext_fields = ext
         # Java always sends strings; anything else (fastjson leniency) is normalised.
-        for value in ext.values():
-            if type(value) is not str:
-                ext_fields = {str(k): _as_text(v) for k, v in ext.items() if v is not None}
-                break
+        if not all(map(isinstance, ext.values(), _STR)):
+            ext_fields = {str(k): _as_text(v) for k, v in ext.items() if v is not None}
     else:
         raise RemoteProtocolError("JSON header extFields is not an object")
-    remark = header.get("remark")
-    code = header.get("code")
-    opaque = header.get("opaque")
-    flag = header.get("flag")
-    version = header.get("version", 0)
+    remark = get("remark")
+    code = get("code")
+    opaque = get("opaque")
+    flag = get("flag")
+    version = get("version", 0)
     if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
         code = _as_int(header, "code", None)
         opaque = _as_int(header, "opaque", None)
         flag = _as_int(header, "flag", None)
         version = _as_int(header, "version", 0)
-    return RemotingCommand(
-        code=code,
-        language=language,
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=None if remark is None else _as_text(remark),
-        ext_fields=ext_fields,
-        body=body,
-        serialize_type=SerializeType.JSON,
-    )
+    if remark is not None and type(remark) is not str:
+        remark = _as_text(remark)
+    # Positional: this runs for every JSON frame.
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext_fields, body, SerializeType.JSON)
 
 
 _FIXED = struct.Struct(">hBhiii")  # code, language, version, opaque, flag, remarkLength
@@ -225,17 +224,7 @@ def decode_rocketmq_header(data: bytes, body: bytes) -> RemotingCommand:
         raise RemoteProtocolError("truncated extFields entry") from None
     except UnicodeDecodeError as e:
         raise RemoteProtocolError(f"ROCKETMQ header holds invalid UTF-8: {e}") from None
-    return RemotingCommand(
-        code=code,
-        language=language,
-        version=version,
-        opaque=opaque,
-        flag=flag,
-        remark=remark,
-        ext_fields=ext_fields,
-        body=body,
-        serialize_type=SerializeType.ROCKETMQ,
-    )
+    return RemotingCommand(code, language, version, opaque, flag, remark, ext_fields, body, SerializeType.ROCKETMQ)
 
 
 def encode_header(cmd: RemotingCommand) -> bytes:

@@ -76,3 +76,24 @@ class SendHeaderTests(SynchronousTestCase):
         header = PullMessageRequestHeader("g", "t", 0, 5, 32, 2, 0, 15000, None, 0)
         self.assertEqual(header.to_ext_fields()["suspendTimeoutMillis"], "15000")
         self.assertEqual(PullMessageRequestHeader.from_ext_fields(header.to_ext_fields()), header)
+
+
+class GeneratedCodecTests(SynchronousTestCase):
+    """The generated codec keeps declared defaults and refuses undeclared fields."""
+
+    def test_defaults_for_absent_optional_fields(self) -> None:
+        """An absent optional field takes its declared default, not None."""
+        from rocketmq_tx.remoting.headers.namesrv import RegisterBrokerRequestHeader
+
+        header = RegisterBrokerRequestHeader.from_ext_fields({
+            "brokerName": "b", "brokerAddr": "a:1", "clusterName": "c", "haServerAddr": "h:1", "brokerId": "0"})
+        self.assertEqual((header.compressed, header.body_crc32, header.enable_acting_master), (False, 0, None))
+
+    def test_plain_fields_refused(self) -> None:
+        """Every field must say its wire key."""
+        from rocketmq_tx.remoting.header import CommandCustomHeader, custom_header
+
+        class Bad(CommandCustomHeader):
+            topic: str = "x"
+
+        self.assertRaises(TypeError, custom_header, Bad)
