@@ -84,6 +84,8 @@ class RouteInfoManager:
         self.cluster_addr_table: dict[str, set[str]] = {}
         self.broker_live_table: dict[str, BrokerLiveInfo] = {}
         self.filter_server_table: dict[str, list[str]] = {}
+        #: Bumped by every change that can alter a route, so readers may cache derived bytes.
+        self.generation = 0
 
     # -- registration ------------------------------------------------------------
 
@@ -101,6 +103,7 @@ class RouteInfoManager:
         enable_acting_master: bool | None = None,
     ) -> RegisterBrokerResult:
         """REGISTER_BROKER: add or refresh a broker and, from a master, its topics."""
+        self.generation += 1
         result = RegisterBrokerResult()
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
         register_first = False
@@ -162,6 +165,7 @@ class RouteInfoManager:
 
     def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
         """UNREGISTER_BROKER: forget one broker id; the name goes when its last address does."""
+        self.generation += 1
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
         broker_data = self.broker_addr_table.get(broker_name)
@@ -211,6 +215,7 @@ class RouteInfoManager:
         return None
 
     def _destroy_broker_addr(self, broker_addr: str) -> None:
+        self.generation += 1
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
         found_name = None
@@ -267,6 +272,7 @@ class RouteInfoManager:
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
         """DELETE_TOPIC_IN_NAMESRV: everywhere, or only from one cluster's brokers."""
+        self.generation += 1
         if not cluster_name:
             self.topic_queue_table.pop(topic, None)
             return
@@ -288,6 +294,7 @@ class RouteInfoManager:
         return self._operate_write_perm(broker_name, lambda perm: PermName.PERM_READ | PermName.PERM_WRITE)
 
     def _operate_write_perm(self, broker_name: str, change: Callable[[int], int]) -> int:
+        self.generation += 1
         count = 0
         for queues in self.topic_queue_table.values():
             queue_data = queues.get(broker_name)

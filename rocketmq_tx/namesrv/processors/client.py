@@ -29,23 +29,41 @@ class ClientRequestProcessor:
 
     def __init__(self, controller: NamesrvController) -> None:
         self.controller = controller
+        # Encoded routes by (topic, standard form, orderTopicConf): clients ask for the
+        # same few routes over and over, and the tables change only on registration.
+        self._cache: dict[tuple[str, bool, str | None], bytes | None] = {}
+        self._cache_generation = -1
 
     def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
-        route = self.controller.route_info_manager.pickup_topic_route_data(header.topic)
-        if route is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
+        routes = self.controller.route_info_manager
+        order_conf = None
         if self.controller.settings["orderMessageEnable"]:
-            route.order_topic_conf = self.controller.kv_config_manager.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
-        data = route.to_json()
-        if request.version >= STANDARD_JSON_VERSION or header.accept_standard_json_only:
-            # Java: BrowserCompatible + MapSortField, i.e. quoted keys in sorted order.
-            for broker in data["brokerDatas"]:
-                broker["brokerAddrs"] = dict(sorted(broker["brokerAddrs"].items()))
-            body = fastjson.dumps(data)
-        else:
-            body = fastjson.dumps_legacy(data)
+            order_conf = self.controller.kv_config_manager.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
+        standard = request.version >= STANDARD_JSON_VERSION or bool(header.accept_standard_json_only)
+        if self._cache_generation != routes.generation:
+            self._cache.clear()
+            self._cache_generation = routes.generation
+        key = (header.topic, standard, order_conf)
+        body = self._cache.get(key, b"")
+        if body == b"":
+            body = self._cache[key] = self._encode(header.topic, standard, order_conf)
+        if body is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
         return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    def _encode(self, topic: str, standard: bool, order_conf: str | None) -> bytes | None:
+        route = self.controller.route_info_manager.pickup_topic_route_data(topic)
+        if route is None:
+            return None
+        route.order_topic_conf = order_conf
+        data = route.to_json()
+        if not standard:
+            return fastjson.dumps_legacy(data)
+        # Java: BrowserCompatible + MapSortField, i.e. quoted keys in sorted order.
+        for broker in data["brokerDatas"]:
+            broker["brokerAddrs"] = dict(sorted(broker["brokerAddrs"].items()))
+        return fastjson.dumps(data)
 
     def reject_request(self) -> bool:
         return False

@@ -115,6 +115,20 @@ class ProcessorTests(SynchronousTestCase):
                                    b'"cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":'
                                    b'"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}')
 
+    def test_route_cache_follows_changes(self) -> None:
+        """A cached route body reflects permission changes, deletion and re-registration."""
+        self.register()
+        first = self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).body
+        self.assertIs(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).body, first)
+        self.call(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
+        wiped = fastjson.loads(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).body)
+        self.assertEqual(wiped["queueDatas"][0]["perm"], 4)
+        self.call(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "T"})
+        self.assertEqual(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code, ResponseCode.TOPIC_NOT_EXIST)
+        self.register(body=RegisterBrokerBody(DataVersion(9, 9), {"T": TopicConfig("T", 2, 2)}, []))
+        again = fastjson.loads(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).body)
+        self.assertEqual(again["queueDatas"][0]["readQueueNums"], 2)
+
     def test_route_unknown_topic(self) -> None:
         """TOPIC_NOT_EXIST with Java's remark."""
         response = self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Nope"})
@@ -196,3 +210,4 @@ class ProcessorTests(SynchronousTestCase):
         response = self.call(RequestCode.SEND_MESSAGE_V2)
         self.assertEqual((response.code, response.remark),
                          (ResponseCode.REQUEST_CODE_NOT_SUPPORTED, " request type 310 not supported"))
+
