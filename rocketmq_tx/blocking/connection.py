@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Callable, Mapping
 
+from rocketmq_tx.tlsconfig import TlsSettings
 from rocketmq_tx.remoting import (
     DEFAULT_MAX_FRAME_LENGTH,
     RPC_ONEWAY,
@@ -201,20 +202,24 @@ class BlockingRemotingClient:
     """
     A pool of :class:`BlockingConnection`, one per address, with Java's
     ``invokeSync``/``invokeOneway`` shape. Configuration is plain data, so the client
-    pickles cleanly before first use (its connections are not carried across).
+    pickles cleanly (its connections are not carried across).
+
+    :param tls: connect with TLS using these settings (Java's ``-Dtls.enable=true``).
     """
 
     def __init__(self, *, connect_timeout: float = 3.0, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
-                 handlers: Mapping[int, RequestHandler] | None = None) -> None:
+                 handlers: Mapping[int, RequestHandler] | None = None, tls: TlsSettings | None = None) -> None:
         self.connect_timeout = connect_timeout
         self.max_frame_length = max_frame_length
         self.handlers = dict(handlers or {})
+        self.tls = tls
+        self._socket_factory = None
         self._connections: dict[str, BlockingConnection] = {}
         self._opaques = OpaqueSequence()
 
     def __getstate__(self) -> dict[str, object]:
         return {"connect_timeout": self.connect_timeout, "max_frame_length": self.max_frame_length,
-                "handlers": self.handlers}
+                "handlers": self.handlers, "tls": self.tls}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -229,9 +234,13 @@ class BlockingRemotingClient:
         """The pooled connection to *addr*."""
         conn = self._connections.get(addr)
         if conn is None:
+            if self.tls is not None and self._socket_factory is None:
+                from rocketmq_tx.blocking.tls import tls_socket_factory
+
+                self._socket_factory = tls_socket_factory(self.tls)
             conn = self._connections[addr] = BlockingConnection(
                 addr, connect_timeout=self.connect_timeout, max_frame_length=self.max_frame_length,
-                handlers=self.handlers, opaques=self._opaques,
+                handlers=self.handlers, opaques=self._opaques, socket_factory=self._socket_factory,
             )
         return conn
 

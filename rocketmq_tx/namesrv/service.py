@@ -17,6 +17,8 @@ from rocketmq_tx.namesrv.processors import processor_table
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
 from rocketmq_tx.net.service import ListeningService
+from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
+from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
 __all__ = ["NamesrvService", "LABEL"]
 
@@ -30,11 +32,14 @@ class NamesrvService(service.MultiService):
     """
     :param settings: the configuration.
     :param reactor: provides TCP and time (``MemoryReactorClock`` in tests).
+    :param tls: the ``tls.*`` settings (``tls.server.mode`` disabled when ``None``).
+    :param tls_context: the server's TLS context, built from *tls* when not given.
     :ivar controller: the state (routes, KV configuration).
     :ivar factory: the remoting server factory.
     """
 
-    def __init__(self, settings: NamesrvSettings, reactor: IReactorTCP) -> None:
+    def __init__(self, settings: NamesrvSettings, reactor: IReactorTCP, tls: TlsSettings | None = None,
+                 tls_context: ReloadableServerTLS | None = None) -> None:
         super().__init__()
         clock: IReactorTime = reactor  # type: ignore[assignment]
         self.settings = settings
@@ -45,11 +50,21 @@ class NamesrvService(service.MultiService):
             idle_timeout=settings["serverChannelMaxIdleTimeSeconds"] or None,
             on_connection_lost=self._connection_lost,
         )
+        tls = tls or TlsSettings({"tls.server.mode": TlsMode.DISABLED})
+        if tls.mode != TlsMode.DISABLED and tls_context is None:
+            tls_context = ReloadableServerTLS(tls)
+        # Every connection goes through the TLS-mode check, so a disabled server also
+        # closes a TLS hello with a clear log line rather than a frame-length error.
+        listening_factory = TlsModeFactory(self.factory, tls.mode, tls_context, clock)
+        if tls_context is not None and not tls["tls.test.mode.enable"]:
+            watch = internet.TimerService(tls["tls.watch.interval"] / 1000.0, tls_context.check)
+            watch.clock = clock
+            watch.setServiceParent(self)
         host = settings["bindAddress"]
         endpoint_type = TCP6ServerEndpoint if ":" in host else TCP4ServerEndpoint
         endpoint = endpoint_type(reactor, settings["listenPort"], backlog=settings["serverSocketBacklog"],
                                  interface=host)
-        self.listener = ListeningService(LABEL, endpoint, self.factory)
+        self.listener = ListeningService(LABEL, endpoint, listening_factory)
         self.listener.setServiceParent(self)
         scan = internet.TimerService(settings["scanNotActiveBrokerInterval"] / 1000.0, self._scan)
         scan.clock = clock

@@ -1,6 +1,7 @@
 # -*- test-case-name: rocketmq_tx.namesrv.test.test_tap -*-
 """
-``twistd -n rocketmq-namesrv [-c namesrv.properties] [-p] [--set key=value ...]``,
+``twistd -n rocketmq-namesrv [-c namesrv.properties] [-p] [--set key=value ...]``
+(``tls.*`` keys too, in the file or with ``--set``),
 mirroring Java's ``mqnamesrv``: ``-c`` reads a properties file with NamesrvConfig and
 NettyServerConfig keys, ``-p`` prints the effective configuration and exits. A bad value
 or an unreadable file stops the start with a one-line error (exit status 1) before
@@ -19,6 +20,8 @@ from twisted.python import usage
 from rocketmq_tx.config import ConfigError, read_properties_file
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.service import NamesrvService
+from rocketmq_tx.net.tls import ReloadableServerTLS
+from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
 __all__ = ["Options", "makeService"]
 
@@ -38,6 +41,8 @@ class Options(usage.Options):
         self.overrides: dict[str, str] = {}
         self.unknown: list[str] = []
         self.settings: NamesrvSettings | None = None
+        self.tls: TlsSettings | None = None
+        self.tls_context: ReloadableServerTLS | None = None
 
     def opt_set(self, assignment: str) -> None:
         """Override one configuration key (repeatable), e.g. --set listenPort=9877."""
@@ -49,11 +54,16 @@ class Options(usage.Options):
     def postOptions(self) -> None:
         settings = NamesrvSettings()
         try:
-            if self["configFile"]:
-                self.unknown += settings.update_from_properties(read_properties_file(self["configFile"]))
+            from_file = read_properties_file(self["configFile"]) if self["configFile"] else {}
+            self.unknown += settings.update_from_properties(from_file)
             self.unknown += settings.update_from_properties(self.overrides)
+            # tls.* keys may sit in the same file or come from --set (and tls.config.file).
+            self.tls = TlsSettings.from_sources(from_file, self.overrides)
+            if self.tls.mode != TlsMode.DISABLED:
+                self.tls_context = ReloadableServerTLS(self.tls)
         except ConfigError as e:
             _refuse(str(e))
+        self.unknown = [key for key in self.unknown if not key.startswith("tls.")]
         port = settings["listenPort"]
         if not 0 <= port <= 65535:
             _refuse(f"listenPort: {port} is not a TCP port")
@@ -79,6 +89,6 @@ def makeService(options: Options, reactor: Any = None) -> service.IService:
     assert options.settings is not None
     for key in options.unknown:
         log.warn("unknown configuration key {key} ignored", key=key)
-    return NamesrvService(options.settings, reactor)
+    return NamesrvService(options.settings, reactor, options.tls, options.tls_context)
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Callable
 
 from twisted.internet.defer import Deferred, fail, gatherResults, succeed
-from twisted.internet.endpoints import HostnameEndpoint, connectProtocol
+from twisted.internet.endpoints import HostnameEndpoint, connectProtocol, wrapClientTLS
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rocketmq_tx.net.dispatch import ProcessorTable
 from rocketmq_tx.net.protocol import DEFAULT_IDLE_TIMEOUT, RemotingProtocol
+from rocketmq_tx.tlsconfig import TlsSettings
 from rocketmq_tx.remoting import (
     DEFAULT_MAX_FRAME_LENGTH,
     OpaqueSequence,
@@ -48,6 +49,7 @@ class RemotingClient:
         NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
     :param connector: for tests: ``connector(addr)`` returns a Deferred of a connected
         :class:`RemotingProtocol`; the default connects over TCP.
+    :param tls: connect with TLS using these settings (Java's ``setUseTLS(true)``).
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class RemotingClient:
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         connector: Callable[[str], Deferred] | None = None,
+        tls: TlsSettings | None = None,
     ) -> None:
         self.reactor = reactor
         self.clock: IReactorTime = reactor  # type: ignore[assignment]
@@ -66,6 +69,7 @@ class RemotingClient:
         self.connect_timeout = connect_timeout
         self.max_frame_length = max_frame_length
         self.idle_timeout = idle_timeout
+        self.tls = tls
         self._opaques = OpaqueSequence()
         self._connector = connector or self._connect_tcp
         self._connections: dict[str, RemotingProtocol] = {}
@@ -84,6 +88,10 @@ class RemotingClient:
     def _connect_tcp(self, addr: str) -> Deferred:
         host, port = split_address(addr)
         endpoint = HostnameEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        if self.tls is not None:
+            from rocketmq_tx.net.tls import client_creator
+
+            endpoint = wrapClientTLS(client_creator(self.tls, host), endpoint)
         return connectProtocol(endpoint, self._new_protocol())
 
     def connection(self, addr: str) -> Deferred:

@@ -48,7 +48,7 @@ class ServiceTests(SynchronousTestCase):
         """The configured port and interface, with Java's backlog."""
         port, factory, backlog, interface = self.reactor.tcpServers[0]
         self.assertEqual((port, backlog, interface), (19876, 1024, "127.0.0.1"))
-        self.assertIs(factory, self.service.factory)
+        self.assertIs(factory.app_factory, self.service.factory)  # behind the TLS-mode check
 
     def test_expiry_on_clock(self) -> None:
         """Silent brokers go after 120 s, found by the scan every 10 s; their connection is closed."""
