@@ -75,9 +75,13 @@ def free_port_block() -> int:
     raise RuntimeError("no block of free ports found")
 
 
+def _props(props: Optional[Mapping[str, str]]) -> list[str]:
+    return [f"-D{k}={v}" for k, v in (props or {}).items()]
+
+
 def _spawn(classpath: str, main: str, args: Sequence[str], home: JavaHome, ready: str,
-           timeout: float = 120.0) -> jh.JavaProcess:
-    argv = ["java", *home.jvm_args(), "-cp", classpath, main, *args]
+           timeout: float = 120.0, props: Optional[Mapping[str, str]] = None) -> jh.JavaProcess:
+    argv = ["java", *home.jvm_args(), *_props(props), "-cp", classpath, main, *args]
     import subprocess
 
     err = home.root / f"{main.rsplit('.', 1)[-1]}.stderr"
@@ -93,21 +97,24 @@ def _spawn(classpath: str, main: str, args: Sequence[str], home: JavaHome, ready
     return jp
 
 
-def start_namesrv(classpath: str, label: str = "java-namesrv") -> tuple[jh.JavaProcess, str, JavaHome]:
-    """The Java name server on a free port; returns (process, "127.0.0.1:port", home)."""
+def start_namesrv(classpath: str, label: str = "java-namesrv",
+                  props: Optional[Mapping[str, str]] = None) -> tuple[jh.JavaProcess, str, JavaHome]:
+    """The Java name server on a free port (*props*: JVM system properties such as ``tls.server.mode``);
+    returns (process, "127.0.0.1:port", home)."""
     home = JavaHome(label)
     port = jh.free_port()
     conf = home.root / "namesrv.properties"
     conf.write_text(f"listenPort={port}\nkvConfigPath={home.root / 'kvConfig.json'}\n"
                     f"configStorePath={home.root / 'namesrv.conf.store'}\n")
     proc = _spawn(classpath, "org.apache.rocketmq.namesrv.NamesrvStartup", ["-c", str(conf)], home,
-                  r"The Name Server boot success")
+                  r"The Name Server boot success", props=props)
     return proc, f"127.0.0.1:{port}", home
 
 
 def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broker-a", cluster: str = "DefaultCluster",
                  extra: Optional[Mapping[str, str]] = None, label: str = "java-broker",
-                 home: Optional[JavaHome] = None) -> tuple[jh.JavaProcess, str, JavaHome]:
+                 home: Optional[JavaHome] = None,
+                 props: Optional[Mapping[str, str]] = None) -> tuple[jh.JavaProcess, str, JavaHome]:
     """The Java broker registered with *namesrv_addr*; returns (process, "127.0.0.1:port", home)."""
     home = home or JavaHome(label)
     port = free_port_block()
@@ -123,15 +130,17 @@ def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broke
     conf = home.root / "broker.conf"
     conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     proc = _spawn(classpath, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf)], home,
-                  r"boot success")
+                  r"boot success", props=props)
     return proc, f"127.0.0.1:{port}", home
 
 
-def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float = 120.0) -> list[str]:
+def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float = 120.0,
+            props: Optional[Mapping[str, str]] = None) -> list[str]:
     """Run one mqadmin command to completion; returns its stdout lines."""
     import subprocess
 
-    argv = ["java", *home.jvm_args(), "-cp", classpath, "org.apache.rocketmq.tools.command.MQAdminStartup", *args]
+    argv = ["java", *home.jvm_args(), *_props(props), "-cp", classpath,
+            "org.apache.rocketmq.tools.command.MQAdminStartup", *args]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=str(home.root), env=home.env())
     if out.returncode != 0:
         raise RuntimeError(f"mqadmin {' '.join(args)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")

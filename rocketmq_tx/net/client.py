@@ -10,7 +10,7 @@ from typing import Callable
 
 from twisted.internet.defer import Deferred, fail, gatherResults, succeed
 from twisted.internet.endpoints import HostnameEndpoint, connectProtocol, wrapClientTLS
-from twisted.internet.interfaces import IReactorTCP, IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IReactorTCP, IReactorTime
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -40,6 +40,17 @@ def split_address(addr: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise ValueError(f"not a host:port address: {addr!r}")
     return host.strip("[]"), int(port)
+
+
+def _abort_if_open(proto: RemotingProtocol) -> None:
+    if proto.connected:
+        proto.transport.abortConnection()
+
+
+def _cancel_timer(result: object, timer: IDelayedCall) -> object:
+    if timer.active():
+        timer.cancel()
+    return result
 
 
 class RemotingClient:
@@ -155,12 +166,17 @@ class RemotingClient:
         """Send *request* as oneway; fires with ``None`` once it is written."""
         return self.connection(addr).addCallback(lambda proto: proto.send_oneway(request))
 
-    def close(self) -> Deferred:
-        """Close every connection; fires when all are gone."""
+    def close(self, grace: float = 2.0) -> Deferred:
+        """
+        Close every connection; fires when all are gone. A connection still open after
+        *grace* seconds is aborted (a TLS peer may never answer our close_notify).
+        """
         self._closed = True
         closing = []
         for proto in list(self._connections.values()):
             closing.append(proto.on_close)
             proto.transport.loseConnection()
+            timer = self.clock.callLater(grace, _abort_if_open, proto)
+            proto.on_close.addBoth(_cancel_timer, timer)
         self._connections.clear()
         return gatherResults(closing).addCallback(lambda _: None)
