@@ -9,24 +9,26 @@ ROCKETMQ_HOME (logback configurations that log to files there) and ``user.home``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 import javaharness as jh
 
-__all__ = ["JavaHome", "start_namesrv", "start_broker", "mqadmin", "free_port_block"]
+__all__ = ["JavaHome", "JavaCluster", "start_namesrv", "start_broker", "java_cluster", "mqadmin", "free_port_block"]
 
-_LOGBACK = """<configuration>
-  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
-    <file>{log}</file>
-    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5level %logger{{36}} - %msg%n</pattern></encoder>
-  </appender>
-  <root level="INFO"><appender-ref ref="FILE"/></root>
-</configuration>
-"""
+# Logs go to stderr (captured per process in the home directory) at WARN, or at the
+# level given by -Dcompat.log.level.
+_LOGBACK = (jh.JAVA_PROJECT / "src" / "main" / "resources" / "compat-logback.xml").read_text()
+#: The broker unmaps files through DirectByteBuffer internals, which Java 17 hides; without
+#: these its shutdown cannot unmap and leaves the abort file behind.
+OPENS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+         "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+         "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED")
 
 
 class JavaHome:
@@ -38,31 +40,26 @@ class JavaHome:
         conf = self.root / "conf"
         conf.mkdir()
         for name in ("broker", "namesrv", "tools", "client"):
-            (conf / f"logback_{name}.xml").write_text(_LOGBACK.format(log=self.root / f"{name}.log"))
-        # 5.x reads its repackaged logback's configuration from this property.
-        (conf / "rmq.logback.xml").write_text(_LOGBACK.format(log=self.root / "rmq.log"))
+            (conf / f"logback_{name}.xml").write_text(_LOGBACK)
 
     def jvm_args(self) -> list[str]:
-        return ["-Xmx512m", "-XX:+UseSerialGC", f"-Duser.home={self.root}", f"-Drocketmq.home.dir={self.root}",
-                f"-Drmq.logback.configurationFile={self.root / 'conf' / 'rmq.logback.xml'}",
-                f"-Dlogback.configurationFile={self.root / 'conf' / 'logback_tools.xml'}"]
+        logback = self.root / "conf" / "logback_tools.xml"
+        # 5.x reads its repackaged logback's configuration from rmq.logback.configurationFile.
+        return [*jh.DEFAULT_JVM_ARGS, *OPENS, f"-Duser.home={self.root}", f"-Drocketmq.home.dir={self.root}",
+                f"-Drmq.logback.configurationFile={logback}", f"-Dlogback.configurationFile={logback}"]
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "ROCKETMQ_HOME": str(self.root)}
 
-    def log_tail(self, name: str, n: int = 40) -> str:
-        path = self.root / f"{name}.log"
-        if not path.exists():
-            return "(no log)"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-
 
 def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
+    # The 4.9 broker binds 0.0.0.0, so the port must be free there too.
+    for host in ("127.0.0.1", "0.0.0.0"):
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                return False
     return True
 
 
@@ -70,7 +67,7 @@ def free_port_block() -> int:
     """A listenPort whose fast port (-2) and HA port (+1) are free too."""
     for _ in range(200):
         port = jh.free_port()
-        if port > 2000 and all(_port_free(p) for p in (port - 2, port + 1)):
+        if 2000 < port < 65000 and all(_port_free(p) for p in (port - 2, port + 1)):
             return port
     raise RuntimeError("no block of free ports found")
 
@@ -80,8 +77,9 @@ def _props(props: Optional[Mapping[str, str]]) -> list[str]:
 
 
 def _spawn(classpath: str, main: str, args: Sequence[str], home: JavaHome, ready: str,
-           timeout: float = 120.0, props: Optional[Mapping[str, str]] = None) -> jh.JavaProcess:
-    argv = ["java", *home.jvm_args(), *_props(props), "-cp", classpath, main, *args]
+           timeout: float = 120.0, props: Optional[Mapping[str, str]] = None,
+           jvm_extra: Sequence[str] = ()) -> jh.JavaProcess:
+    argv = ["java", *home.jvm_args(), *_props(props), *jvm_extra, "-cp", classpath, main, *args]
     import subprocess
 
     err = home.root / f"{main.rsplit('.', 1)[-1]}.stderr"
@@ -113,24 +111,29 @@ def start_namesrv(classpath: str, label: str = "java-namesrv",
 
 def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broker-a", cluster: str = "DefaultCluster",
                  extra: Optional[Mapping[str, str]] = None, label: str = "java-broker",
-                 home: Optional[JavaHome] = None,
-                 props: Optional[Mapping[str, str]] = None) -> tuple[jh.JavaProcess, str, JavaHome]:
+                 home: Optional[JavaHome] = None, props: Optional[Mapping[str, str]] = None,
+                 store_root: Optional[Path] = None, port: Optional[int] = None,
+                 commitlog_size: int = 64 * 1024 * 1024,
+                 jvm_extra: Sequence[str] = ()) -> tuple[jh.JavaProcess, str, JavaHome]:
     """The Java broker registered with *namesrv_addr*; returns (process, "127.0.0.1:port", home)."""
     home = home or JavaHome(label)
-    port = free_port_block()
-    store = home.root / "store"
+    port = port or free_port_block()
+    store = store_root or home.root / "store"
     settings = {
         "brokerClusterName": cluster, "brokerName": broker_name, "brokerId": "0", "brokerIP1": "127.0.0.1",
-        "listenPort": str(port), "namesrvAddr": namesrv_addr, "storePathRootDir": str(store),
-        "storePathCommitLog": str(store / "commitlog"), "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
-        "autoCreateTopicEnable": "true", "flushDiskType": "ASYNC_FLUSH", "brokerRole": "ASYNC_MASTER",
-        "deleteWhen": "04", "fileReservedTime": "48",
+        "listenPort": str(port), "haListenPort": str(port + 1), "namesrvAddr": namesrv_addr,
+        "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
+        "mappedFileSizeCommitLog": str(commitlog_size), "autoCreateTopicEnable": "true",
+        "flushDiskType": "ASYNC_FLUSH", "brokerRole": "ASYNC_MASTER", "deleteWhen": "04", "fileReservedTime": "48",
+        "diskMaxUsedSpaceRatio": "99",
+        # Slow, shared CI machines: no flow control while the JIT warms up.
+        "waitTimeMillsInSendQueue": "20000", "osPageCacheBusyTimeOutMills": "20000",
     }
     settings.update(extra or {})
     conf = home.root / "broker.conf"
     conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     proc = _spawn(classpath, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf)], home,
-                  r"boot success", props=props)
+                  r"boot success", props=props, jvm_extra=jvm_extra)
     return proc, f"127.0.0.1:{port}", home
 
 
@@ -145,3 +148,36 @@ def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float 
     if out.returncode != 0:
         raise RuntimeError(f"mqadmin {' '.join(args)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return out.stdout.splitlines()
+
+
+@dataclass
+class JavaCluster:
+    """A Java name server and one broker on a given store directory."""
+
+    namesrv: jh.JavaProcess
+    broker: jh.JavaProcess
+    namesrv_addr: str
+    port: int
+    home: JavaHome
+
+    def stop_broker(self) -> Optional[int]:
+        """SIGTERM, so the broker's shutdown hook flushes and removes the abort file."""
+        return self.broker.stop(grace=30)
+
+
+@contextlib.contextmanager
+def java_cluster(classpath: str, store_root: Path, *, commitlog_size: int = 1 << 20,
+                 extra: Optional[Mapping[str, str]] = None, port: Optional[int] = None,
+                 jvm_extra: Sequence[str] = ()) -> Iterator[JavaCluster]:
+    """A Java name server and broker ``compat-broker`` (cluster ``CompatCluster``) on *store_root*."""
+    namesrv, namesrv_addr, home = start_namesrv(classpath, label="java-cluster")
+    broker = None
+    try:
+        broker, broker_addr, _ = start_broker(
+            classpath, namesrv_addr, broker_name="compat-broker", cluster="CompatCluster", extra=extra, home=home,
+            store_root=store_root, port=port, commitlog_size=commitlog_size, jvm_extra=jvm_extra)
+        yield JavaCluster(namesrv, broker, namesrv_addr, int(broker_addr.rsplit(":", 1)[1]), home)
+    finally:
+        if broker is not None:
+            broker.stop(grace=30)
+        namesrv.stop()

@@ -23,7 +23,8 @@ import javaharness as jh
 import rocketmq_java as rj
 import txharness as txh
 from rocketmq_tx.blocking import BlockingRemotingClient
-from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode, fastjson
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.common import fastjson
 
 pytestmark = pytest.mark.compat
 

@@ -6,7 +6,7 @@ clients: ``TopicConfig``, ``DataVersion``, ``QueueData``, ``BrokerData``,
 
 Each value converts to and from the plain-dict form of its Java JSON shape
 (``to_json``/``from_json``; field names are Java's and never change). Turning those dicts
-into bytes is the codec's business (:mod:`rocketmq_tx.remoting.fastjson`), so this
+into bytes is the codec's business (:mod:`rocketmq_tx.common.fastjson`), so this
 module stays free of any JSON library.
 """
 

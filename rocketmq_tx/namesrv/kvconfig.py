@@ -14,7 +14,7 @@ from pathlib import Path
 
 from twisted.logger import Logger
 
-from rocketmq_tx.remoting import fastjson
+from rocketmq_tx.common import fastjson
 
 __all__ = ["KVConfigManager", "NAMESPACE_ORDER_TOPIC_CONFIG"]
 

@@ -16,7 +16,7 @@ from typing import Any
 from construct import ConstructError
 
 from rocketmq_tx.common.route import DataVersion, TopicConfig
-from rocketmq_tx.remoting import fastjson
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.errors import RemotingCommandError
 from rocketmq_tx.remoting.formats import RegisterBrokerBodyCompressed
 

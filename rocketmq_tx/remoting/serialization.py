@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from rocketmq_tx.remoting import fastjson
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.codes import LanguageCode, SerializeType
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import LocalProtocolError, RemoteProtocolError

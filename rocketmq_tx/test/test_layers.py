@@ -22,6 +22,8 @@ TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark")
 #: package -> module prefixes it must not import
 FORBIDDEN = {
     **{pkg: ("twisted", "rocketmq_tx.net") for pkg in TWISTED_FREE},
+    # The Twisted client builds on the shared request code, never the other way round.
+    **{pkg: ("twisted", "rocketmq_tx.net", "rocketmq_tx.client") for pkg in ("remoting", "common", "blocking")},
     "store": ("twisted", "rocketmq_tx.net", "rocketmq_tx.remoting", "rocketmq_tx.broker", "rocketmq_tx.namesrv",
               "rocketmq_tx.client"),
     "spark": ("twisted", "rocketmq_tx.net", "rocketmq_tx.broker", "rocketmq_tx.namesrv", "rocketmq_tx.client"),

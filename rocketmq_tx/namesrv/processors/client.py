@@ -8,7 +8,8 @@ from zope.interface import implementer
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
-from rocketmq_tx.remoting import RemotingCommand, ResponseCode, fastjson
+from rocketmq_tx.remoting import RemotingCommand, ResponseCode
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.headers import GetRouteInfoRequestHeader
 
 __all__ = ["ClientRequestProcessor", "STANDARD_JSON_VERSION", "topic_not_exist_remark"]

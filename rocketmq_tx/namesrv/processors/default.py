@@ -17,7 +17,8 @@ from rocketmq_tx.config import ConfigError, read_properties_text
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
-from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, RequestCode, ResponseCode, fastjson
+from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, RequestCode, ResponseCode
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.bodies import RegisterBrokerBody, kv_table, topic_list
 from rocketmq_tx.remoting.headers.namesrv import (
     AddWritePermOfBrokerRequestHeader,

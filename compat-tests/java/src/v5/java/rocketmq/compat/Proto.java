@@ -83,4 +83,10 @@ public final class Proto {
     public static CommandCustomHeader decodePullResponseHeader(RemotingCommand cmd) throws RemotingCommandException {
         return cmd.decodeCommandCustomHeader(PullMessageResponseHeader.class);
     }
+
+    /** Create a topic through the producer's admin API (5.x added an attributes argument). */
+    public static void createTopic(org.apache.rocketmq.client.producer.DefaultMQProducer producer, String topic,
+                                   int queueNums) throws Exception {
+        producer.createTopic("TBW102", topic, queueNums, new java.util.HashMap<>());
+    }
 }

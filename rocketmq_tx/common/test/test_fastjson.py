@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.remoting import fastjson
-from rocketmq_tx.remoting.fastjson import ObjectKey
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.fastjson import ObjectKey
 
 
 class LoadsTests(SynchronousTestCase):

@@ -1,0 +1,233 @@
+"""
+Message store throughput, as ratios to raw sequential writes of the same bytes on the same disk.
+
+    python bench/store.py [--dir DIR] [--messages N] [--file-mb 256]
+
+Cases, all in-process with 1 KiB bodies (plus TAGS, KEYS and UNIQ_KEY properties):
+* raw write: the same records written sequentially with os.write (page cache only);
+* raw write+fdatasync: the same, one fdatasync per 64 records (the best a group commit can do);
+* ASYNC_FLUSH append: put_message in one thread, then one final flush;
+* SYNC_FLUSH append with 1 and 64 writer threads (group commit by the StoreDriver thread);
+* get_message of 32-message batches (sequential over the queues);
+* recovery after a crash (abort file left behind, checkpoint flushed as the broker's periodic
+  ConsumeQueue flush leaves it: every record is validated with its CRC), per GiB of CommitLog.
+Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rocketmq_tx.common.message import properties_to_string  # noqa: E402
+from rocketmq_tx.common.msgid import UniqueKeyGenerator  # noqa: E402
+from rocketmq_tx.store import (  # noqa: E402
+    DefaultMessageStore,
+    FlushDiskType,
+    MessageExtBrokerInner,
+    MessageStoreConfig,
+    StoreDriver,
+)
+
+BODY = os.urandom(1024)
+QUEUES = 8
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def messages(n: int) -> list[MessageExtBrokerInner]:
+    gen = UniqueKeyGenerator()
+    out = []
+    for i in range(n):
+        props = properties_to_string({"TAGS": "TagA", "KEYS": f"key-{i}", "UNIQ_KEY": gen.create_uniq_id()}).encode()
+        out.append(MessageExtBrokerInner("BenchTopic", BODY, props, i % QUEUES, born_timestamp=1,
+                                         born_host=("10.0.0.1", 5000)))
+    return out
+
+
+def open_store(root: Path, flush: FlushDiskType, file_mb: int) -> DefaultMessageStore:
+    cfg = MessageStoreConfig(store_path_root_dir=str(root), flush_disk_type=flush,
+                             mapped_file_size_commit_log=file_mb << 20)
+    store = DefaultMessageStore(cfg)
+    assert store.load()
+    store.start()
+    return store
+
+
+def raw(path: Path, records: list[bytes], fsync_every: int) -> float:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        t = time.perf_counter()
+        for i, r in enumerate(records):
+            os.write(fd, r)
+            if fsync_every and (i + 1) % fsync_every == 0:
+                os.fdatasync(fd)
+        if fsync_every:
+            os.fdatasync(fd)
+        return time.perf_counter() - t
+    finally:
+        os.close(fd)
+        os.unlink(path)
+
+
+def java_recovery(key: str, root: Path, file_mb: int) -> float:
+    """
+    Start the official broker on a crashed store; return the seconds between its "last
+    shutdown abnormally" and "load over" log lines (DefaultMessageStore.load, which includes
+    the CommitLog and ConsumeQueue recovery).
+    """
+    import re
+    from datetime import datetime
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "compat-tests"))
+    import javaharness
+    from rocketmq_java import java_cluster
+
+    cp = javaharness.build(key)
+    with java_cluster(cp, root, commitlog_size=file_mb << 20, jvm_extra=("-Dcompat.log.level=INFO",)) as cluster:
+        text = Path(cluster.broker.stderr_path).read_text(errors="replace")
+    stamps = {}
+    for line in text.splitlines():
+        for name, pattern in (("start", r"shutdown abnormally"), ("end", r"load over")):
+            if name not in stamps and re.search(pattern, line):
+                stamps[name] = datetime.strptime(line[:12], "%H:%M:%S.%f")
+    if len(stamps) != 2:
+        raise RuntimeError("Java broker log lacks the recovery lines; see " + str(cluster.broker.stderr_path))
+    return (stamps["end"] - stamps["start"]).total_seconds()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default=None, help="directory on the disk to measure (default: a temp dir)")
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--sync-messages", type=int, default=20_000)
+    ap.add_argument("--file-mb", type=int, default=256)
+    ap.add_argument("--java", choices=["4", "5"], default=None,
+                    help="also time the official Java broker's recovery of the same crashed store")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="store-bench-", dir=args.dir))
+    rows = []
+    try:
+        n = args.messages
+        msgs = messages(n)
+        # the bytes a store writes: reuse one store run's record sizes via a quick encode
+        probe = open_store(base / "probe", FlushDiskType.ASYNC_FLUSH, args.file_mb)
+        r = probe.put_message(msgs[0])
+        record = probe.select_one_message_by_offset(r.append_result.wrote_offset)
+        probe.shutdown()
+        shutil.rmtree(base / "probe")
+        size = len(record)
+        records = [record] * n
+        mb = n * size / 1e6
+
+        t_raw = raw(base / "raw", records, 0)
+        t_raw_sync = raw(base / "raw-sync", records[: args.sync_messages], 64)
+        raw_rate = n / t_raw
+        raw_sync_rate = args.sync_messages / t_raw_sync
+        rows.append(["raw write", f"{raw_rate:,.0f}", f"{raw_rate * size / 1e6:,.1f}", "1.00", ""])
+        rows.append(["raw write+fdatasync/64", f"{raw_sync_rate:,.0f}", f"{raw_sync_rate * size / 1e6:,.1f}", "",
+                     "1.00"])
+
+        store = open_store(base / "async", FlushDiskType.ASYNC_FLUSH, args.file_mb)
+        t = time.perf_counter()
+        for m in msgs:
+            store.put_message(m)
+        t_put = time.perf_counter() - t
+        store.flush()
+        t_all = time.perf_counter() - t
+        rate = n / t_put
+        rows.append(["ASYNC_FLUSH append", f"{rate:,.0f}", f"{rate * size / 1e6:,.1f}", f"{rate / raw_rate:.2f}", ""])
+        rows.append(["ASYNC_FLUSH append + final flush", f"{n / t_all:,.0f}", f"{n / t_all * size / 1e6:,.1f}",
+                     f"{n / t_all / raw_rate:.2f}", ""])
+
+        # reads: 32-message batches over every queue
+        t = time.perf_counter()
+        batches = 0
+        for q in range(QUEUES):
+            offset = 0
+            while True:
+                g = store.get_message("g", "BenchTopic", q, offset, 32)
+                if not g.message_buffers:
+                    break
+                batches += 1
+                offset = g.next_begin_offset
+        t_read = time.perf_counter() - t
+        rows.append(["get_message 32/batch", f"{batches * 32 / t_read:,.0f} msg/s ({batches / t_read:,.0f} batches/s)",
+                     f"{batches * 32 * size / t_read / 1e6:,.1f}", "", ""])
+
+        # recovery after a crash; the checkpoint is as recent as the broker's periodic
+        # flush_consume_queue leaves it, so the scan validates records and re-dispatches nothing
+        store.flush_consume_queue(thorough=True)
+        end = store.commit_log.get_max_offset()
+        store.commit_log.close()
+        for queues in store.consume_queue_table.values():
+            for cq in queues.values():
+                cq.close()
+        store.index_service.close()
+        os.close(store._lock_fd)
+        t = time.perf_counter()
+        if args.java:
+            shutil.copytree(base / "async", base / "java-copy")
+        again = DefaultMessageStore(store.config)
+        assert again.load() and not again.last_exit_ok
+        t_rec = time.perf_counter() - t
+        assert again.commit_log.get_max_offset() == end
+        rows.append(["recovery after crash", f"{t_rec / (end / (1 << 30)):.2f} s/GiB", f"{end / t_rec / 1e6:,.1f}",
+                     "", ""])
+        again.start()
+        again.shutdown()
+        shutil.rmtree(base / "async")
+        if args.java:
+            t_java = java_recovery(args.java, base / "java-copy", args.file_mb)
+            rows.append([f"Java {args.java} broker: recovery of the same crashed store",
+                         f"{t_java / (end / (1 << 30)):.2f} s/GiB", f"{end / t_java / 1e6:,.1f}", "", ""])
+            shutil.rmtree(base / "java-copy")
+
+        for writers in (1, 64):
+            store = open_store(base / f"sync{writers}", FlushDiskType.SYNC_FLUSH, args.file_mb)
+            driver = StoreDriver(store, clean=False)
+            driver.start()
+            total = args.sync_messages
+            per = total // writers
+            sub = msgs[: per * writers]
+
+            def work(k: int) -> None:
+                for m in sub[k * per:(k + 1) * per]:
+                    res = store.put_message(m)
+                    assert res.is_ok(), res.status
+
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(writers)]
+            t = time.perf_counter()
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            dt = time.perf_counter() - t
+            rate = per * writers / dt
+            commits = store.group_commit_service.commits
+            driver.stop()
+            store.shutdown()
+            shutil.rmtree(base / f"sync{writers}")
+            rows.append([f"SYNC_FLUSH append, {writers} writer(s) ({commits} group commits)", f"{rate:,.0f}",
+                         f"{rate * size / 1e6:,.1f}", f"{rate / raw_rate:.3f}", f"{rate / raw_sync_rate:.2f}"])
+        print(f"record size {size} bytes, {n:,} messages ({mb:,.0f} MB) async, {args.sync_messages:,} sync; "
+              f"dir {base}")
+        print(table(["case", "msg/s", "MB/s", "ratio to raw write", "ratio to raw write+fdatasync"], rows))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+# -*- test-case-name: rocketmq_tx.store.test.test_config -*-
+"""
+Store settings (Java ``MessageStoreConfig``), with Java's property names accepted by
+:meth:`MessageStoreConfig.from_properties` so a ``broker.conf`` can be used as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["FlushDiskType", "BrokerRole", "MessageStoreConfig", "parse_delay_levels"]
+
+
+class FlushDiskType(enum.Enum):
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+class BrokerRole(enum.Enum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+_UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(text: str) -> dict[int, int]:
+    """
+    Parse Java's ``messageDelayLevel`` ("1s 5s 10s 30s 1m ... 2h") into level -> milliseconds,
+    levels counted from 1 (Java ``ScheduleMessageService.parseDelayLevel``).
+    """
+    levels = {}
+    for i, item in enumerate(text.split()):
+        m = re.fullmatch(r"(\d+)([smhd])", item)
+        if not m:
+            raise ValueError(f"bad messageDelayLevel item {item!r}")
+        levels[i + 1] = int(m.group(1)) * _UNITS[m.group(2)]
+    return levels
+
+
+def _snake(name: str) -> str:
+    """Java camelCase to snake_case, acronyms kept together (checkCRCOnRecover -> check_crc_on_recover)."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+@dataclass
+class MessageStoreConfig:
+    """
+    The subset of Java ``MessageStoreConfig`` this store honours. Field names are the Java
+    names in snake case; defaults are Java's (protocol notes §6.7).
+    """
+
+    store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
+    store_path_commit_log: str = ""  # "" = <root>/commitlog
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    max_message_size: int = 1024 * 1024 * 4
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_commit_log: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval: int = 10_000
+    flush_commit_log_timed: bool = True
+    flush_interval_consume_queue: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: int = 60_000
+    sync_flush_timeout: int = 5000
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    clean_resource_interval: int = 10_000
+    destroy_maped_file_interval_forcibly: int = 120_000
+    check_crc_on_recover: bool = True
+    message_index_enable: bool = True
+    message_index_safe: bool = False
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
+    max_transfer_bytes_on_message_in_memory: int = 1024 * 256
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 1024 * 64
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    default_query_max_num: int = 32
+    max_msgs_num_batch: int = 64
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    offset_check_in_slave: bool = False
+    duplication_enable: bool = False
+    #: Not a Java setting: the address written as STOREHOSTADDRESS (Java takes it from
+    #: brokerIP1 and listenPort).
+    store_host: tuple[str, int] = ("127.0.0.1", 10911)
+    #: Java 4.9 rewrites a DELAY message to SCHEDULE_TOPIC_XXXX inside the store; 5.x does it
+    #: in the broker. Off leaves that to the caller.
+    handle_schedule_message: bool = True
+    #: 5.x also indexes each message's TAGS, as ``topic#T#tag``, after its UNIQ_KEY and KEYS
+    #: (found in the index files a 5.5.0 broker writes; compat-tests checks them byte for
+    #: byte); 4.9 does not.
+    index_tags: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.store_path_commit_log:
+            self.store_path_commit_log = os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def store_path_consume_queue(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def store_path_index(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def store_checkpoint(self) -> str:
+        return os.path.join(self.store_path_root_dir, "checkpoint")
+
+    @property
+    def abort_file(self) -> str:
+        return os.path.join(self.store_path_root_dir, "abort")
+
+    @property
+    def config_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "config")
+
+    def delay_levels(self) -> dict[int, int]:
+        return parse_delay_levels(self.message_delay_level)
+
+    def delete_hours(self) -> set[int]:
+        """The hours of ``deleteWhen`` ("04" or "04;05")."""
+        return {int(h) for h in self.delete_when.split(";") if h.strip()}
+
+    #: Java key spellings that differ from the snake-case rule.
+    ALIASES = {
+        "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
+        "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
+        "brokerIP1": None,
+    }
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any], **overrides: Any) -> "MessageStoreConfig":
+        """
+        Build a config from Java property names (``broker.conf``). Unknown keys are ignored
+        (they belong to the broker); values are converted to the field's type.
+        """
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for key, value in props.items():
+            name = cls.ALIASES.get(key, _snake(key))
+            if name is None or name not in fields:
+                continue
+            kwargs[name] = _convert(fields[name], value)
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+
+def _convert(f: "dataclasses.Field[Any]", value: Any) -> Any:
+    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    if isinstance(default, enum.Enum):
+        return type(default)(str(value).strip())
+    if isinstance(default, bool):
+        return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+    if isinstance(default, int):
+        return int(str(value).strip())
+    if isinstance(default, tuple):
+        return value
+    return str(value).strip()

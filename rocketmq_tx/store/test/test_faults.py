@@ -1,0 +1,104 @@
+"""Disk full, read-only directories and failed writes: error statuses, no half records."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from rocketmq_tx.store import PutMessageStatus, mappedfile
+from rocketmq_tx.store.test.test_recovery import crash, read_all
+from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+class FaultTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.root = temp_root(self)
+        self.clock = Clock()
+        self.store = open_store(self.root, self.clock)
+        self.log = _Capture()
+        logging.getLogger("rocketmq_tx.store").addHandler(self.log)
+        self.addCleanup(logging.getLogger("rocketmq_tx.store").removeHandler, self.log)
+
+    def fail_fallocate(self, err: int = errno.ENOSPC) -> None:
+        def fallocate(fd: int, offset: int, length: int) -> None:
+            raise OSError(err, os.strerror(err))
+        self.fallocate_patch = self.patch(mappedfile.os, "posix_fallocate", fallocate)
+
+    def fill_first_file(self) -> int:
+        n = 0
+        while self.store.commit_log.get_max_offset() < 60 * 1024:
+            self.assertTrue(self.store.put_message(message(body=b"y" * 1000, queue_id=1)).is_ok())
+            n += 1
+        return n
+
+    def test_disk_full_on_new_commitlog_file(self) -> None:
+        n = self.fill_first_file()
+        self.fail_fallocate()
+        statuses = [self.store.put_message(message(body=b"y" * 1000, queue_id=1)).status for _ in range(10)]
+        self.assertIn(PutMessageStatus.CREATE_MAPEDFILE_FAILED, statuses)
+        ok = statuses.count(PutMessageStatus.PUT_OK)
+        self.assertTrue(any("cannot create a mapped file" in line and "No space" in line for line in self.log.lines))
+        self.assertEqual(len(os.listdir(os.path.join(self.root, "commitlog"))), 1)
+        self.fallocate_patch.restore()
+        r = self.store.put_message(message(body=b"after", queue_id=1))
+        self.assertEqual(r.status, PutMessageStatus.PUT_OK)
+        self.assertEqual(r.append_result.logics_offset, n + ok)
+        crash(self.store)
+        self.store = open_store(self.root, self.clock)
+        got = read_all(self.store, "TopicTest", 1)
+        self.assertEqual(len(got), n + ok + 1)
+        self.assertEqual(got[-1].body, b"after")
+        self.store.shutdown()
+
+    def test_disk_full_on_new_consume_queue(self) -> None:
+        self.store.put_message(message())
+        before = self.store.commit_log.get_max_offset()
+        self.fail_fallocate()
+        r = self.store.put_message(message(topic="NewTopic"))
+        self.assertEqual(r.status, PutMessageStatus.CREATE_MAPEDFILE_FAILED)
+        self.assertEqual(self.store.commit_log.get_max_offset(), before)
+        self.store.shutdown()
+
+    def test_read_only_directory(self) -> None:
+        self.fill_first_file()
+        real_open = os.open
+
+        def ro_open(path, flags, mode=0o777, *a, **kw):
+            if flags & os.O_CREAT and not os.path.exists(path):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+            return real_open(path, flags, mode, *a, **kw)
+
+        self.patch(mappedfile.os, "open", ro_open)
+        statuses = {self.store.put_message(message(body=b"y" * 1000)).status for _ in range(10)}
+        self.assertIn(PutMessageStatus.CREATE_MAPEDFILE_FAILED, statuses)
+        self.assertTrue(any("Read-only" in line for line in self.log.lines))
+        self.store.shutdown()
+
+    def test_flush_failure(self) -> None:
+        from rocketmq_tx.store import FlushDiskType
+        root = temp_root(self)
+        s = open_store(root, self.clock, flush_disk_type=FlushDiskType.SYNC_FLUSH, sync_flush_timeout=0)
+        self.store.shutdown()
+        self.store = s
+        real = mappedfile.MappedFile.flush
+
+        def broken(self_, least):  # msync fails with EIO: the flushed position does not move
+            return self_.flushed_position
+        self.patch(mappedfile.MappedFile, "flush", broken)
+        r = s.put_message(message())
+        self.assertEqual(r.status, PutMessageStatus.FLUSH_DISK_TIMEOUT)
+        self.patch(mappedfile.MappedFile, "flush", real)
+        self.assertEqual(s.put_message(message()).status, PutMessageStatus.PUT_OK)
+        s.shutdown()

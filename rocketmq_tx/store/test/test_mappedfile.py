@@ -1,0 +1,103 @@
+"""MappedFile and MappedFileQueue."""
+
+from __future__ import annotations
+
+import os
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from rocketmq_tx.store.test.util import temp_root
+
+from rocketmq_tx.store.mappedfile import OS_PAGE_SIZE, MappedFile, MappedFileQueue
+
+
+class MappedFileTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.dir = temp_root(self)
+        os.makedirs(self.dir)
+
+    def test_create_preallocates(self) -> None:
+        f = MappedFile(os.path.join(self.dir, "00000000000000004096"), 8192)
+        self.addCleanup(f.close)
+        self.assertEqual(os.path.getsize(f.path), 8192)
+        self.assertEqual(f.file_from_offset, 4096)
+        self.assertEqual(os.stat(f.path).st_blocks * 512 >= 8192, True)
+        self.assertEqual(f.append(b"abc"), 0)
+        self.assertEqual(f.append(b"de"), 3)
+        self.assertEqual(f.read(0, 5), b"abcde")
+        self.assertEqual(f.wrote_position, 5)
+
+    def test_flush_least_pages(self) -> None:
+        f = MappedFile(os.path.join(self.dir, "00000000000000000000"), OS_PAGE_SIZE * 8)
+        self.addCleanup(f.close)
+        f.append(b"x" * (OS_PAGE_SIZE * 2))
+        self.assertEqual(f.flush(4), 0)
+        self.assertEqual(f.flush(2), OS_PAGE_SIZE * 2)
+        f.append(b"y")
+        self.assertEqual(f.flush(0), OS_PAGE_SIZE * 2 + 1)
+
+    def test_read_after_close_is_none(self) -> None:
+        f = MappedFile(os.path.join(self.dir, "00000000000000000000"), 4096)
+        f.append(b"abc")
+        f.close()
+        self.assertIsNone(f.read(0, 3))
+
+
+class MappedFileQueueTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.dir = temp_root(self)
+
+    def fill(self, q: MappedFileQueue, n: int) -> None:
+        for _ in range(n):
+            f = q.get_last_mapped_file(0)
+            f.append(b"\x01" * (f.file_size - f.wrote_position))
+
+    def test_names_and_lookup(self) -> None:
+        q = MappedFileQueue(self.dir, 4096)
+        self.addCleanup(q.close)
+        self.fill(q, 3)
+        self.assertEqual(sorted(os.listdir(self.dir)),
+                         ["00000000000000000000", "00000000000000004096", "00000000000000008192"])
+        self.assertIs(q.find_mapped_file_by_offset(5000), q.files[1])
+        self.assertIsNone(q.find_mapped_file_by_offset(20000))
+        self.assertEqual(q.get_max_offset(), 3 * 4096)
+        q.flush(0)
+        self.assertEqual(q.flushed_where, 3 * 4096)
+
+    def test_load_rejects_wrong_size(self) -> None:
+        os.makedirs(self.dir)
+        with open(os.path.join(self.dir, "00000000000000000000"), "wb") as fh:
+            fh.write(b"\0" * 100)
+        self.assertFalse(MappedFileQueue(self.dir, 4096).load())
+
+    def test_truncate_zeroes_and_deletes(self) -> None:
+        q = MappedFileQueue(self.dir, 4096)
+        self.fill(q, 3)
+        q.truncate_dirty_files(4096 + 100)
+        self.assertEqual(len(q.files), 2)
+        self.assertEqual(q.get_max_offset(), 4196)
+        self.assertEqual(q.files[1].read(100, 3996), bytes(3996))
+        self.assertEqual(q.files[1].read(0, 100), b"\x01" * 100)
+        q.close()
+
+    def test_creation_leftover_removed(self) -> None:
+        q = MappedFileQueue(self.dir, 4096)
+        self.fill(q, 1)
+        q.close()
+        with open(os.path.join(self.dir, "00000000000000004096.creating"), "wb"):
+            pass  # a crash between open() and rename()
+        q = MappedFileQueue(self.dir, 4096)
+        self.assertTrue(q.load())
+        self.assertEqual(os.listdir(self.dir), ["00000000000000000000"])
+        q.close()
+
+    def test_delete_expired_by_time(self) -> None:
+        q = MappedFileQueue(self.dir, 4096)
+        self.fill(q, 3)
+        for f in q.files:
+            os.utime(f.path, (1000, 1000))
+        self.assertEqual(q.delete_expired_file_by_time(3600, 1000 + 3599, False), 0)
+        self.assertEqual(q.delete_expired_file_by_time(3600, 1000 + 3600, False), 2)
+        self.assertEqual(len(q.files), 1)  # never the last file
+        self.assertEqual(q.get_min_offset(), 8192)
+        q.close()
