@@ -3,6 +3,8 @@ The remoting codec over plain blocking sockets, for places where no reactor can 
 (PySpark executors, scripts). Importing this package never imports Twisted.
 """
 
+from rocketmq_tx.blocking.client import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.blocking.connection import BlockingConnection, BlockingRemotingClient
 
-__all__ = ["BlockingConnection", "BlockingRemotingClient"]
+__all__ = ["BlockingConnection", "BlockingMQClient", "BlockingProducer", "BlockingPullClient",
+           "BlockingRemotingClient"]

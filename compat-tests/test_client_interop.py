@@ -1,0 +1,414 @@
+"""
+rocketmq_tx's client library against the official Java name server and broker (4.9.x:
+broker 4.9.7 + client/tools 4.9.8; and 5.5.0), with the official clients as peers:
+
+* our producers' messages (blocking and Twisted; single, compressed, batch) reach a Java
+  push consumer with body, keys, tags, properties and ids intact;
+* a Java producer's messages are read by our blocking pull API (by queue and offset, by
+  id, by key, offsets by timestamp) and by our Twisted lite-pull consumer, whose commits
+  mqadmin consumerProgress shows;
+* our push consumer reads a Java producer's messages, shares a group with a Java push
+  consumer, its RECONSUME_LATER goes through %RETRY% to %DLQ%, and mqadmin
+  resetOffsetByTime rewinds it while it runs;
+* delay levels hold a message back; ordered sends land per queue in order;
+* a dead name server in the list is skipped.
+
+One name server and one broker per Java version, shared by the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import javaharness as jh
+import rocketmq_java as rj
+from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
+from rocketmq_tx.common.message import Message
+from rocketmq_tx.remoting import MQBrokerError
+from rocketmq_tx.remoting.api import PullStatus, SendStatus
+
+pytestmark = pytest.mark.compat
+
+HERE = Path(__file__).resolve().parent
+#: Child Python processes import rocketmq_tx from this checkout, whatever is installed.
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
+                                                         if p)}
+
+
+@pytest.fixture(scope="module")
+def cluster(java_peer):
+    """A Java name server and broker, the broker registered and its template topic routable."""
+    version, classpath = java_peer
+    ns, ns_addr, _ = rj.start_namesrv(classpath)
+    broker = None
+    try:
+        broker, broker_addr, home = rj.start_broker(classpath, ns_addr)
+        wait_for_route(ns_addr, "TBW102")
+        yield dict(version=version, classpath=classpath, namesrv=ns_addr, broker=broker_addr, home=home)
+    finally:
+        if broker is not None:
+            broker.stop(grace=3)  # a 5.x broker takes ~15 s to stop cleanly; its store is thrown away anyway
+        ns.stop(grace=3)
+
+
+def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    with BlockingMQClient(namesrv) as client:
+        while True:
+            try:
+                client.route(topic, refresh=True)
+                return
+            except MQBrokerError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # waiting for the broker's registration, bounded above
+
+
+def txclient(*args: str, timeout: float = 120.0) -> list[dict]:
+    """Run compat-tests/txclient.py (our Twisted client in its own process); its JSON lines."""
+    out = subprocess.run([sys.executable, str(HERE / "txclient.py"), *args], capture_output=True, text=True,
+                         timeout=timeout, cwd=str(HERE), env=CHILD_ENV)
+    assert out.returncode == 0, f"txclient {args} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def java_peer_lines(classpath: str, args: list[str], timeout: float = 120.0) -> list[dict]:
+    return [json.loads(line) for line in jh.run_java(classpath, "ClientPeer", args, timeout=timeout)
+            if line.startswith("{")]
+
+
+def pull_all(client: BlockingPullClient, topic: str) -> list:
+    messages = []
+    for mq in client.fetch_queues(topic):
+        offset = 0
+        while True:
+            result = client.pull(mq, offset, 32)
+            messages += result.msg_found_list
+            if result.pull_status is not PullStatus.FOUND:
+                break
+            offset = result.next_begin_offset
+    return messages
+
+
+def test_our_producers_to_java_push_consumer(cluster):
+    """Blocking and Twisted sends, a compressed body and a batch reach the official push consumer intact."""
+    topic = "TxToJava"
+    expected = {}
+    with BlockingProducer("TX_PG", cluster["namesrv"]) as producer:
+        for i in range(8):
+            body = (f"py-{i}-" + ("x" * 6000 if i == 3 else "")).encode()
+            msg = Message(topic, body)
+            msg.tags, msg.keys = f"Tag{i % 3}", [f"pk-{i}", f"alt-{i}"]
+            msg.put_property("color", f"c{i}")
+            result = producer.send(msg)
+            assert result.send_status is SendStatus.SEND_OK
+            expected[body.decode()] = (msg.tags, f"pk-{i} alt-{i}", f"c{i}", result.msg_id)
+        batch = [Message(topic, f"batch-{i}".encode()) for i in range(3)]
+        for i, msg in enumerate(batch):
+            msg.keys = [f"bk-{i}"]
+        result = producer.send_batch(batch)
+        for i, (msg, msg_id) in enumerate(zip(batch, result.msg_id.split(","))):
+            expected[f"batch-{i}"] = (None, f"bk-{i}", None, msg_id)
+    for line in txclient("produce", cluster["namesrv"], topic, "4")[:-1]:
+        i = line["i"]
+        assert line["status"] == "SEND_OK"
+        expected[f"tx-{i}"] = ("TagA" if i % 2 == 0 else "TagB", f"tk-{i}", None, line["msgId"])
+
+    lines = java_peer_lines(cluster["classpath"], ["consume", cluster["namesrv"], topic, "CG_JAVA_" +
+                                                   str(time.monotonic_ns()), str(len(expected)), "60"])
+    got = {line["body"]: line for line in lines if "body" in line}
+    # Redeliveries (at-least-once) may be printed after the summary line.
+    done = next(line for line in lines if "done" in line)
+    assert done == {"done": True, "unique": len(expected)}, done
+    for body, (tags, keys, color, msg_id) in expected.items():
+        line = got[body]
+        assert (line["tags"], line["keys"], line["props"].get("color"), line["msgId"]) == (tags, keys, color,
+                                                                                          msg_id), line
+        assert line["props"]["UNIQ_KEY"] == msg_id
+
+
+def test_java_producer_to_our_blocking_pull(cluster):
+    """Messages sent by the official producer, read by queue and offset, by id, by key and by time."""
+    topic = "JavaToTx"
+    sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "12"])[:-1]
+    assert len(sent) == 12
+    wait_for_route(cluster["namesrv"], topic)
+    with BlockingPullClient("TX_BLOCK_CG", cluster["namesrv"]) as client:
+        messages = pull_all(client, topic)
+        by_body = {m.body.decode(): m for m in messages}
+        assert sorted(by_body) == sorted(f"java-{i}" for i in range(12))
+        for line in sent:
+            m = by_body[f"java-{line['i']}"]
+            assert (m.msg_id, m.offset_msg_id, m.queue_id, m.queue_offset) == (
+                line["msgId"], line["offsetMsgId"], line["queueId"], line["queueOffset"])
+            assert (m.tags, m.keys, m.properties["idx"]) == ("TagA" if line["i"] % 2 == 0 else "TagB",
+                                                             [f"jk-{line['i']}"], str(line["i"]))
+        tagged = [m for mq in client.fetch_queues(topic) for m in client.pull(mq, 0, 32, "TagB").msg_found_list]
+        assert sorted(m.body for m in tagged) == sorted(f"java-{i}".encode() for i in range(1, 12, 2))
+
+        first = sent[0]
+        mq = next(q for q in client.fetch_queues(topic) if q.queue_id == first["queueId"])
+        assert client.max_offset(mq) >= 1
+        assert client.min_offset(mq) == 0
+        assert client.search_offset(mq, 0) == 0
+        assert client.earliest_msg_store_time(mq) > 0
+        assert client.client.view_message(first["offsetMsgId"]).body == b"java-0"
+        found = client.client.query_messages(topic, "jk-5")
+        assert [m.body for m in found] == [b"java-5"]
+
+        client.commit_offset(mq, 1)
+        assert client.committed_offset(mq) == 1
+
+
+def test_java_producer_to_our_lite_pull_consumer(cluster):
+    """Our Twisted lite-pull consumer reads what the Java producer sent; mqadmin sees its commits."""
+    topic = "JavaToTxLite"
+    sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "10"])[:-1]
+    wait_for_route(cluster["namesrv"], topic)
+    group = "TX_LITE_CG"
+    lines = txclient("litepull", cluster["namesrv"], group, topic, "10", "60")
+    done = lines[-1]
+    assert done["received"] == 10, done
+    got = {line["body"]: line for line in lines[:-1]}
+    for line in sent:
+        m = got[f"java-{line['i']}"]
+        assert (m["msgId"], m["queueId"], m["queueOffset"], m["keys"], m["props"]["idx"]) == (
+            line["msgId"], line["queueId"], line["queueOffset"], f"jk-{line['i']}", str(line["i"]))
+
+    expected = {}
+    for line in sent:
+        key = f"{line['broker']}/{line['queueId']}"
+        expected[key] = max(expected.get(key, 0), line["queueOffset"] + 1)
+    for key, offset in expected.items():
+        assert done["committed"][key] == offset
+    rows = progress_rows(cluster, group, topic)
+    for key, offset in expected.items():
+        broker, qid = key.split("/")
+        assert rows[(broker, int(qid))] == (offset, offset), rows
+
+
+def progress_rows(cluster: dict, group: str, topic: str) -> dict:
+    """mqadmin consumerProgress: (broker, queue) -> (broker offset, consumer offset), retried while the route settles."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            lines = rj.mqadmin(cluster["classpath"], ["consumerProgress", "-n", cluster["namesrv"], "-g", group],
+                               cluster["home"])
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)  # the %RETRY% topic's route reaches the name server asynchronously
+            continue
+        rows = {}
+        for line in lines:
+            parts = line.split()
+            if len(parts) >= 5 and parts[0] == topic and parts[2].isdigit():
+                rows[(parts[1], int(parts[2]))] = (int(parts[3]), int(parts[4]))
+        if rows or time.monotonic() > deadline:
+            return rows
+        time.sleep(1)
+
+
+def test_ordered_sends_per_queue(cluster):
+    """send_orderly: every sharding key's messages land in one queue, in send order."""
+    topic = "TxOrdered"
+    with BlockingProducer("TX_ORDER_PG", cluster["namesrv"]) as producer:
+        queues_by_key: dict[str, set] = {}
+        for i in range(30):
+            key = f"order-{i % 3}"
+            result = producer.send_orderly(Message(topic, f"{key}:{i}".encode()), key)
+            queues_by_key.setdefault(key, set()).add(result.message_queue)
+    wait_for_route(cluster["namesrv"], topic)
+    assert all(len(q) == 1 for q in queues_by_key.values()), queues_by_key
+    with BlockingPullClient("TX_ORDER_CG", cluster["namesrv"]) as client:
+        seqs: dict[str, list[int]] = {}
+        for m in sorted(pull_all(client, topic), key=lambda m: (m.queue_id, m.queue_offset)):
+            key, _, seq = m.body.decode().partition(":")
+            seqs.setdefault(key, []).append(int(seq))
+    assert {k: v for k, v in seqs.items()} == {f"order-{k}": list(range(k, 30, 3)) for k in range(3)}
+
+
+def test_dead_name_server_skipped(cluster):
+    """A name-server list whose first entry is dead still routes and sends."""
+    dead = f"127.0.0.1:{jh.free_port()}"
+    with BlockingProducer("TX_FAILOVER_PG", f"{dead};{cluster['namesrv']}") as producer:
+        assert producer.send(Message("TxToJava", b"failover")).send_status is SendStatus.SEND_OK
+        assert producer.client.namesrvs.ordered()[0] == cluster["namesrv"]
+
+
+def test_examples_run(cluster):
+    """Every program in examples/ runs to completion against the Java servers."""
+    examples = HERE.parent / "examples"
+    topic = "ExampleTopic"
+    runs = [("blocking_producer.py", [topic]), ("twisted_producer.py", [topic]),
+            ("blocking_pull.py", [topic, "example-pull"]), ("lite_pull_consumer.py", [topic, "example-lite"]),
+            ("push_consumer.py", [topic, "example-push", "30"])]
+    for name, args in runs:
+        out = subprocess.run([sys.executable, str(examples / name), cluster["namesrv"], *args], capture_output=True,
+                             text=True, timeout=120, cwd=str(HERE.parent), env=CHILD_ENV)
+        assert out.returncode == 0, f"{name}: {out.stdout[-2000:]}\n{out.stderr[-4000:]}"
+        assert out.stdout.strip(), name
+        if name == "blocking_producer.py":
+            wait_for_route(cluster["namesrv"], topic)  # the first send created the topic
+
+
+def start_txclient(*args: str) -> jh.JavaProcess:
+    """txclient.py as a background process, its stdout read line by line (JavaProcess works for any program)."""
+    err = HERE / ".work" / f"txclient-{time.monotonic_ns()}.stderr"
+    err.parent.mkdir(exist_ok=True)
+    argv = [sys.executable, str(HERE / "txclient.py"), *args]
+    with open(err, "wb") as stderr:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, cwd=str(HERE),
+                                env=CHILD_ENV, start_new_session=True)
+    return jh.JavaProcess(proc, argv, err)
+
+
+def collect(procs: dict[str, jh.JavaProcess], until: Callable[[list[dict]], bool], timeout: float) -> list[dict]:
+    """JSON message lines (tagged with "who") from every process until *until* holds or *timeout* passes."""
+    got: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while not until(got) and time.monotonic() < deadline:
+        for who, proc in procs.items():
+            try:
+                line = proc.readline(0.05)
+            except TimeoutError:
+                continue
+            if line and line.startswith("{") and '"body"' in line:
+                got.append({**json.loads(line), "who": who})
+    return got
+
+
+def test_java_producer_to_our_push_consumer(cluster):
+    """Our PushConsumer (long polling, rebalance, commits) receives what the official producer sent."""
+    topic = "JavaToTxPush"
+    sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "12"])[:-1]
+    wait_for_route(cluster["namesrv"], topic)
+    ours = start_txclient("push", cluster["namesrv"], "TX_PUSH_CG", topic, "60")
+    try:
+        ours.wait_for(r'"ready"', 60)
+        got = collect({"tx": ours}, lambda g: len({m["body"] for m in g}) >= 12, 60)
+    finally:
+        ours.stop()
+    by_body = {m["body"]: m for m in got}
+    assert sorted(by_body) == sorted(f"java-{i}" for i in range(12))
+    for line in sent:
+        m = by_body[f"java-{line['i']}"]
+        assert (m["msgId"], m["queueId"], m["queueOffset"], m["keys"], m["props"]["idx"]) == (
+            line["msgId"], line["queueId"], line["queueOffset"], f"jk-{line['i']}", str(line["i"]))
+
+
+def test_our_push_and_java_push_share_a_group(cluster):
+    """One group, our consumer and the official one: the queues are split, no queue is served by both
+    once the group has settled, and every message is consumed."""
+    topic, group = "MixedGroup", f"MIXED_CG_{time.monotonic_ns()}"
+    with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
+        for i in range(8):
+            producer.send(Message(topic, f"first-{i}".encode()))
+    wait_for_route(cluster["namesrv"], topic)
+    java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
+                                                              "120"], ready=r"READY (\d+)")
+    ours = start_txclient("push", cluster["namesrv"], group, topic, "120")
+    procs = {"java": java, "tx": ours}
+    try:
+        ours.wait_for(r'"ready"', 60)
+        first = collect(procs, lambda g: {m["body"] for m in g} >= {f"first-{i}" for i in range(8)}, 60)
+        assert {m["body"] for m in first} >= {f"first-{i}" for i in range(8)}
+        # Let both finish rebalancing (each rebalances at once on the broker's notification).
+        settle = collect(procs, lambda g: False, 3)
+        with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
+            expected = {}
+            for i in range(40):
+                result = producer.send(Message(topic, f"second-{i}".encode()))
+                expected[f"second-{i}"] = result.message_queue
+        wanted = set(expected)
+        second = collect(procs, lambda g: {m["body"] for m in g} >= wanted, 60)
+    finally:
+        ours.stop()
+        java.stop()
+    assert not [m for m in settle if m["body"].startswith("second")]
+    seconds = [m for m in second if m["body"] in wanted]
+    assert {m["body"] for m in seconds} == wanted
+    served: dict[int, set] = {}
+    for m in seconds:
+        served.setdefault(m["queueId"], set()).add(m["who"])
+    assert all(len(who) == 1 for who in served.values()), served
+    assert {w for who in served.values() for w in who} == {"java", "tx"}, served
+
+
+def test_reconsume_later_then_dlq(cluster):
+    """RECONSUME_LATER: the broker redelivers through %RETRY% (delay level 3, 10 s) and, past
+    max_reconsume_times (1 here), stores the message in %DLQ%<group>."""
+    topic, group = "TxRetry", f"TX_DLQ_CG_{time.monotonic_ns()}"
+    with BlockingProducer("TX_DLQ_PG", cluster["namesrv"]) as producer:
+        msg = Message(topic, b"doomed")
+        msg.keys = ["dlq-key"]
+        sent = producer.send(msg)
+    wait_for_route(cluster["namesrv"], topic)  # the broker registers the new topic asynchronously
+    ours = start_txclient("push", cluster["namesrv"], group, topic, "90", "1")
+    try:
+        ours.wait_for(r'"ready"', 60)
+        deliveries = collect({"tx": ours}, lambda g: len(g) >= 2, 60)
+    finally:
+        ours.stop()
+    assert [(d["body"], d["topic"], d["reconsumeTimes"], d["msgId"]) for d in deliveries[:2]] == [
+        ("doomed", topic, 0, sent.msg_id), ("doomed", topic, 1, sent.msg_id)], deliveries
+    dlq = f"%DLQ%{group}"
+    deadline = time.monotonic() + 30
+    found = []
+    with BlockingPullClient("TX_DLQ_READER", cluster["namesrv"]) as client:
+        while not found:
+            try:
+                found = pull_all(client, dlq)
+            except MQBrokerError:
+                pass  # the DLQ topic's route reaches the name server asynchronously
+            if not found:
+                assert time.monotonic() < deadline, "nothing in the DLQ"
+                time.sleep(0.5)
+    assert [(m.body, m.unique_key, m.keys) for m in found] == [(b"doomed", sent.msg_id, ["dlq-key"])]
+
+
+def test_delay_level(cluster):
+    """A message sent with delay level 2 (5 s) is not readable at once, and is after the delay."""
+    topic = "TxDelay"
+    with BlockingProducer("TX_DELAY_PG", cluster["namesrv"]) as producer:
+        producer.send(Message(topic, b"warm-up"))  # creates the topic
+        wait_for_route(cluster["namesrv"], topic)
+        msg = Message(topic, b"later")
+        msg.delay_time_level = 2
+        sent_at = time.monotonic()
+        producer.send(msg)
+    with BlockingPullClient("TX_DELAY_CG", cluster["namesrv"]) as client:
+        assert b"later" not in [m.body for m in pull_all(client, topic)]
+        deadline = time.monotonic() + 30
+        while b"later" not in [m.body for m in pull_all(client, topic)]:
+            assert time.monotonic() < deadline, "the delayed message never arrived"
+            time.sleep(0.5)  # waiting for the broker's schedule, bounded above
+    assert time.monotonic() - sent_at >= 4.0
+
+
+def test_reset_offset_by_time_reaches_our_push_consumer(cluster):
+    """mqadmin resetOffsetByTime rewinds our running push consumer (RESET_CONSUMER_CLIENT_OFFSET)."""
+    topic, group = "TxReset", f"TX_RESET_CG_{time.monotonic_ns()}"
+    before = int(time.time() * 1000) - 1000
+    java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "6"])
+    wait_for_route(cluster["namesrv"], topic)
+    bodies = {f"java-{i}" for i in range(6)}
+    ours = start_txclient("push", cluster["namesrv"], group, topic, "90")
+    try:
+        ours.wait_for(r'"ready"', 60)
+        first = collect({"tx": ours}, lambda g: {m["body"] for m in g} >= bodies, 60)
+        assert {m["body"] for m in first} >= bodies
+        rj.mqadmin(cluster["classpath"], ["resetOffsetByTime", "-n", cluster["namesrv"], "-g", group, "-t", topic,
+                                          "-s", str(before)], cluster["home"])
+        again = collect({"tx": ours}, lambda g: {m["body"] for m in g} >= bodies, 60)
+    finally:
+        ours.stop()
+    assert {m["body"] for m in again} >= bodies

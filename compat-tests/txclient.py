@@ -1,0 +1,93 @@
+"""
+rocketmq_tx's Twisted client as a separate process for interop tests (a reactor runs once
+per process, so the pytest process stays reactor-free). JSON lines on stdout.
+
+  python txclient.py produce NAMESRV TOPIC COUNT
+      Producer.send of COUNT messages (body "tx-i", tag TagA/TagB, key "tk-i", property
+      idx=i): one line per SendResult, then {"done": true}.
+  python txclient.py litepull NAMESRV GROUP TOPIC COUNT TIMEOUT
+      LitePullConsumer assigned every queue of TOPIC from the first offset; polls until
+      COUNT messages arrived or TIMEOUT seconds passed, commits synchronously, prints one
+      line per message and then {"done": true, "received": n, "committed": {queue: offset}}.
+  python txclient.py push NAMESRV GROUP TOPIC TIMEOUT [MAX_RECONSUME_TIMES]
+      PushConsumer (from the first offset) of TOPIC: {"ready": true} once started, one line
+      per message (with "queues": the queues owned then), for TIMEOUT seconds. With
+      MAX_RECONSUME_TIMES the listener answers RECONSUME_LATER to everything.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from twisted.internet.defer import ensureDeferred
+from twisted.internet.task import deferLater, react
+
+from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
+
+
+def out(obj: object) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+async def produce(reactor, namesrv: str, topic: str, count: str) -> None:  # type: ignore[no-untyped-def]
+    async with Producer("TX_PG", namesrv, reactor) as producer:
+        for i in range(int(count)):
+            msg = Message(topic, f"tx-{i}".encode())
+            msg.tags, msg.keys = ("TagA" if i % 2 == 0 else "TagB"), [f"tk-{i}"]
+            msg.put_property("idx", str(i))
+            r = await producer.send(msg, timeout=10.0)
+            out({"i": i, "status": r.send_status.value, "msgId": r.msg_id, "offsetMsgId": r.offset_msg_id,
+                 "broker": r.message_queue.broker_name, "queueId": r.message_queue.queue_id,
+                 "queueOffset": r.queue_offset})
+    out({"done": True})
+
+
+async def litepull(reactor, namesrv: str, group: str, topic: str, count: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
+    consumer = LitePullConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+                                auto_commit=False)
+    async with consumer:
+        queues = await consumer.fetch_queues(topic)
+        consumer.assign(queues)
+        await consumer.instance.send_heartbeat_to_all_brokers()
+        received = 0
+        deadline = reactor.seconds() + float(timeout)
+        while received < int(count) and reactor.seconds() < deadline:
+            for m in await consumer.poll(1.0):
+                received += 1
+                out({"topic": m.topic, "body": m.body.decode(), "tags": m.tags, "keys": " ".join(m.keys),
+                     "props": m.properties, "msgId": m.msg_id, "queueId": m.queue_id,
+                     "queueOffset": m.queue_offset})
+        await consumer.commit()
+        committed = {f"{mq.broker_name}/{mq.queue_id}": off for mq, off in sorted(consumer.consumed.items())}
+        out({"done": True, "received": received, "committed": committed})
+
+
+async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # type: ignore[no-untyped-def]
+               max_reconsume_times: str | None = None) -> None:
+    consumer = PushConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+                            max_reconsume_times=-1 if max_reconsume_times is None else int(max_reconsume_times))
+    status = ConsumeStatus.CONSUME_SUCCESS if max_reconsume_times is None else ConsumeStatus.RECONSUME_LATER
+    consumer.subscribe(topic, "*")
+
+    def listener(msgs):  # type: ignore[no-untyped-def]
+        owned = sorted(f"{q.broker_name}/{q.queue_id}" for q in consumer.queues if q.topic == topic)
+        for m in msgs:
+            out({"body": m.body.decode(), "msgId": m.msg_id, "queueId": m.queue_id, "queueOffset": m.queue_offset,
+                 "tags": m.tags, "keys": " ".join(m.keys), "props": m.properties, "queues": owned,
+                 "topic": m.topic, "reconsumeTimes": m.reconsume_times})
+        return status
+
+    consumer.register_listener(listener)
+    async with consumer:
+        out({"ready": True, "clientId": consumer.instance.client_id})
+        await deferLater(reactor, float(timeout), lambda: None)
+
+
+def main(reactor, mode: str, *args: str):  # type: ignore[no-untyped-def]
+    return ensureDeferred({"produce": produce, "litepull": litepull, "push": push}[mode](reactor, *args))
+
+
+if __name__ == "__main__":
+    react(main, sys.argv[1:])

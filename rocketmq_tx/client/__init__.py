@@ -1,0 +1,40 @@
+"""
+The RocketMQ client on Twisted: a client instance shared per process (routes, heartbeats,
+name-server fail-over), a :class:`Producer`, a :class:`LitePullConsumer` and a :class:`PushConsumer`.
+
+The requests and responses are those of :mod:`rocketmq_tx.remoting.api`, which the
+blocking client in :mod:`rocketmq_tx.blocking` uses as well.
+"""
+
+from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.client.litepull import (
+    CONSUME_FROM_FIRST_OFFSET,
+    CONSUME_FROM_LAST_OFFSET,
+    CONSUME_FROM_TIMESTAMP,
+    LitePullConsumer,
+)
+from rocketmq_tx.client.producer import Producer
+from rocketmq_tx.client.push import ConsumeStatus, PushConsumer
+from rocketmq_tx.common.message import Message, MessageExt, MessageQueue
+from rocketmq_tx.remoting.api import MQClientError, PullResult, PullStatus, SendResult, SendStatus
+from rocketmq_tx.remoting.errors import MQBrokerError
+
+__all__ = [
+    "CONSUME_FROM_FIRST_OFFSET",
+    "CONSUME_FROM_LAST_OFFSET",
+    "CONSUME_FROM_TIMESTAMP",
+    "ConsumeStatus",
+    "LitePullConsumer",
+    "MQBrokerError",
+    "MQClientError",
+    "MQClientInstance",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "Producer",
+    "PullResult",
+    "PullStatus",
+    "PushConsumer",
+    "SendResult",
+    "SendStatus",
+]

@@ -1,0 +1,235 @@
+# -*- test-case-name: rocketmq_tx.client.test.test_instance -*-
+"""
+:class:`MQClientInstance`: what Java's ``MQClientInstance`` does for every producer and
+consumer of one process and client id: name-server fail-over, the topic route cache
+refreshed every 30 s, heartbeats to every broker every 30 s, and the table of live
+brokers (a broker that left every route is dropped).
+
+Everything runs on the injected reactor, so tests drive it with a ``MemoryReactorClock``.
+Requests are built and parsed by :mod:`rocketmq_tx.remoting.api`, shared with the
+blocking client.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, succeed
+from twisted.internet.interfaces import IReactorTime
+from twisted.internet.task import LoopingCall
+from twisted.logger import Logger
+
+from rocketmq_tx.common.clientroute import NameServerList, make_client_id
+from rocketmq_tx.common.message import MessageQueue
+from rocketmq_tx.common.route import MASTER_ID, TopicRouteData
+from rocketmq_tx.net.client import RemotingClient
+from rocketmq_tx.net.dispatch import ProcessorTable
+from rocketmq_tx.remoting import RemotingCommand
+from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting.api import ConsumerData, HeartbeatData, MQClientError
+from rocketmq_tx.remoting.errors import RemotingError
+
+__all__ = ["MQClientInstance", "POLL_NAME_SERVER_INTERVAL", "HEARTBEAT_BROKER_INTERVAL"]
+
+log = Logger()
+
+#: Java ``pollNameServerInterval``, seconds.
+POLL_NAME_SERVER_INTERVAL = 30.0
+#: Java ``heartbeatBrokerInterval``, seconds.
+HEARTBEAT_BROKER_INTERVAL = 30.0
+
+
+class MQClientInstance:
+    """
+    :param reactor: TCP and time (``MemoryReactorClock`` in tests).
+    :param namesrv_addr: ``"a:9876;b:9876"``.
+    :param client_id: defaults to ``ip@pid#nanotime``.
+    :param timeout: seconds per request (Java ``mqClientApiTimeout``).
+    :param remoting: for tests: a :class:`RemotingClient` with an in-memory connector.
+    :ivar processors: handlers for broker-to-client requests, shared with the connections.
+    """
+
+    def __init__(self, reactor: IReactorTime, namesrv_addr: str, *, client_id: str | None = None,
+                 timeout: float = 3.0, remoting: RemotingClient | None = None,
+                 poll_name_server_interval: float = POLL_NAME_SERVER_INTERVAL,
+                 heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL) -> None:
+        self.reactor = reactor
+        self.client_id = client_id or make_client_id()
+        self.timeout = timeout
+        self.namesrvs = NameServerList(namesrv_addr)
+        self.processors = remoting.processors if remoting is not None else ProcessorTable()
+        self.remoting = remoting or RemotingClient(reactor, self.processors)  # type: ignore[arg-type]
+        self.poll_name_server_interval = poll_name_server_interval
+        self.heartbeat_interval = heartbeat_interval
+        #: topic -> its last route
+        self.routes: dict[str, TopicRouteData] = {}
+        #: broker name -> {broker id -> address}, from the current routes
+        self.brokers: dict[str, dict[int, str]] = {}
+        self.producer_groups: set[str] = set()
+        #: consumer group -> a callable giving its current ConsumerData
+        self.consumers: dict[str, Callable[[], ConsumerData]] = {}
+        #: topics whose routes are kept fresh, with how many users each has
+        self._topics: dict[str, int] = {}
+        self._loops: list[LoopingCall] = []
+        self._first_heartbeat: Any = None
+        self.running = False
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """
+        Start the timers: routes now and every 30 s, heartbeats after 1 s (when the first
+        routes are in) and every 30 s, as Java schedules them.
+        """
+        if self.running:
+            return
+        self.running = True
+        routes = LoopingCall(self._guarded, self.update_all_routes)
+        heartbeats = LoopingCall(self._guarded, self.send_heartbeat_to_all_brokers)
+        routes.clock = heartbeats.clock = self.reactor
+        self._loops = [routes, heartbeats]
+        routes.start(self.poll_name_server_interval, now=True)
+        self._first_heartbeat = self.reactor.callLater(1.0, heartbeats.start, self.heartbeat_interval, True)
+
+    def _guarded(self, work: Callable[[], Deferred]) -> Deferred:
+        # A failed round is logged and the next one runs on schedule, as in Java.
+        return work().addErrback(lambda f: log.failure("periodic client task failed", f))
+
+    @inlineCallbacks
+    def stop(self):  # type: ignore[no-untyped-def]
+        """Stop the timers, unregister every group from every broker, close connections."""
+        if not self.running:
+            yield self.remoting.close()
+            return
+        self.running = False
+        if self._first_heartbeat is not None and self._first_heartbeat.active():
+            self._first_heartbeat.cancel()
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops = []
+        calls = []
+        for addr in self._master_addresses():
+            for group in self.producer_groups:
+                calls.append(self._quiet(addr, api.unregister_client_request(self.client_id, producer_group=group)))
+            for group in self.consumers:
+                calls.append(self._quiet(addr, api.unregister_client_request(self.client_id, consumer_group=group)))
+        yield DeferredList(calls, consumeErrors=True)
+        yield self.remoting.close()
+
+    def _quiet(self, addr: str, request: RemotingCommand) -> Deferred:
+        return self.remoting.invoke(addr, request, self.timeout).addErrback(lambda f: None)
+
+    # ------------------------------------------------------------ registration
+    def register_producer(self, group: str) -> None:
+        self.producer_groups.add(group)
+
+    def unregister_producer(self, group: str) -> None:
+        self.producer_groups.discard(group)
+
+    def register_consumer(self, group: str, data: Callable[[], ConsumerData]) -> None:
+        self.consumers[group] = data
+
+    def unregister_consumer(self, group: str) -> None:
+        self.consumers.pop(group, None)
+
+    def watch_topic(self, topic: str) -> None:
+        """Keep *topic*'s route fresh from now on."""
+        self._topics[topic] = self._topics.get(topic, 0) + 1
+
+    # ------------------------------------------------------------ name server
+    @inlineCallbacks
+    def invoke_namesrv(self, request: RemotingCommand):  # type: ignore[no-untyped-def]
+        """Send to the current name server, falling over to the next ones in turn."""
+        last: Exception | None = None
+        for addr in self.namesrvs.ordered():
+            try:
+                response = yield self.remoting.invoke(addr, request, self.timeout)
+            except RemotingError as e:
+                log.warn("name server {addr} failed: {error}", addr=addr, error=e)
+                last = e
+                continue
+            self.namesrvs.succeeded(addr)
+            return response
+        assert last is not None
+        raise last
+
+    @inlineCallbacks
+    def update_route(self, topic: str):  # type: ignore[no-untyped-def]
+        """
+        Fetch *topic*'s route, cache it and refresh the broker table. If no name server
+        answers, the cached route is kept and returned.
+        """
+        try:
+            response = yield self.invoke_namesrv(api.route_request(topic))
+        except RemotingError:
+            if topic in self.routes:
+                return self.routes[topic]
+            raise
+        route = api.parse_route_response(response)
+        self.routes[topic] = route
+        self._rebuild_brokers()
+        return route
+
+    def route(self, topic: str) -> Deferred:
+        """The cached route of *topic*, fetched first if there is none."""
+        if topic in self.routes:
+            return succeed(self.routes[topic])
+        return self.update_route(topic)
+
+    def _rebuild_brokers(self) -> None:
+        # Brokers that are in no route any more are offline (Java cleanOfflineBroker).
+        brokers: dict[str, dict[int, str]] = {}
+        for route in self.routes.values():
+            for data in route.broker_datas:
+                brokers.setdefault(data.broker_name, {}).update(data.broker_addrs)
+        self.brokers = brokers
+
+    def update_all_routes(self) -> Deferred:
+        """Refresh every watched topic's route (one failure does not stop the others)."""
+        calls = [self.update_route(topic).addErrback(self._route_failed, topic) for topic in list(self._topics)]
+        return DeferredList(calls).addCallback(lambda _: None)
+
+    def _route_failed(self, failure, topic: str) -> None:  # type: ignore[no-untyped-def]
+        log.warn("route of {topic} not refreshed: {error}", topic=topic, error=failure.getErrorMessage())
+
+    # ------------------------------------------------------------ brokers
+    def _master_addresses(self) -> list[str]:
+        return sorted({addrs[MASTER_ID] for addrs in self.brokers.values() if MASTER_ID in addrs})
+
+    def broker_addr(self, broker_name: str) -> str:
+        """
+        The master address of *broker_name*.
+
+        :raises MQClientError: the broker is in no cached route.
+        """
+        addr = self.brokers.get(broker_name, {}).get(MASTER_ID)
+        if addr is None:
+            raise MQClientError(f"The broker[{broker_name}] not exist")
+        return addr
+
+    @inlineCallbacks
+    def invoke_broker(self, mq: MessageQueue, request: RemotingCommand, timeout: float | None = None):  # type: ignore[no-untyped-def]
+        """Send *request* to the master of *mq*'s broker (refreshing the route if it is unknown)."""
+        if MASTER_ID not in self.brokers.get(mq.broker_name, {}):
+            yield self.update_route(mq.topic)
+        response = yield self.remoting.invoke(self.broker_addr(mq.broker_name), request,
+                                              self.timeout if timeout is None else timeout)
+        return response
+
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(self.client_id, sorted(self.producer_groups),
+                             [data() for _, data in sorted(self.consumers.items())])
+
+    def send_heartbeat_to_all_brokers(self) -> Deferred:
+        """HEART_BEAT to every master we know of; fires when all have answered or failed."""
+        if not self.producer_groups and not self.consumers:
+            return succeed(None)
+        data = self.heartbeat_data()
+        calls = []
+        for addr in self._master_addresses():
+            d = self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout)
+            d.addCallback(api.check_response)
+            d.addErrback(lambda f, addr=addr: log.warn("heartbeat to {addr} failed: {error}", addr=addr,
+                                                       error=f.getErrorMessage()))
+            calls.append(d)
+        return DeferredList(calls).addCallback(lambda _: None)

@@ -1,0 +1,441 @@
+# -*- test-case-name: rocketmq_tx.client.test.test_push -*-
+"""
+:class:`PushConsumer`: Java's ``DefaultMQPushConsumer`` (clustering, concurrent listener)
+on Twisted, in its first form.
+
+The group's queues are split among its members with the Java strategies of
+:mod:`rocketmq_tx.common.rebalance` every 20 s and when a broker says the membership
+changed (NOTIFY_CONSUMER_IDS_CHANGED). Each owned queue has one long-polling pull loop;
+its messages go to the listener in order, and the queue's offset moves on once they are
+handled. RECONSUME_LATER sends the messages back to the broker (CONSUMER_SEND_MSG_BACK),
+which redelivers them through ``%RETRY%<group>`` and, after ``max_reconsume_times``, puts
+them in ``%DLQ%<group>``. Offsets are committed every 5 s, when a queue is dropped and on
+stop.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, maybeDeferred, succeed
+from twisted.internet.task import LoopingCall, deferLater
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.client.offsetstore import LocalOffsetStore, default_offset_dir
+from rocketmq_tx.client.litepull import (
+    CONSUME_FROM_FIRST_OFFSET,
+    CONSUME_FROM_LAST_OFFSET,
+    CONSUME_FROM_TIMESTAMP,
+    DEFAULT_CONSUME_TIMESTAMP_AGO,
+)
+from rocketmq_tx.common.clientroute import subscribe_queues
+from rocketmq_tx.common.message import MessageConst, MessageExt, MessageQueue
+from rocketmq_tx.common.rebalance import STRATEGIES
+from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.remoting import RemotingCommand, RequestCode
+from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, ConsumerData, MQClientError, PullStatus, SubscriptionData
+
+__all__ = ["PushConsumer", "ConsumeStatus", "CLUSTERING", "BROADCASTING"]
+
+CLUSTERING = "CLUSTERING"
+BROADCASTING = "BROADCASTING"
+
+log = Logger()
+
+#: Java ``pullTimeDelayMillsWhenException``, seconds.
+PULL_DELAY_WHEN_EXCEPTION = 3.0
+#: Java ``brokerSuspendMaxTimeMillis`` and the client-side timeout of a long poll.
+BROKER_SUSPEND_MAX_MS = 15000
+LONG_POLL_TIMEOUT = 30.0
+
+
+class ConsumeStatus(enum.Enum):
+    """Java ``ConsumeConcurrentlyStatus``."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+Listener = Callable[[list[MessageExt]], Any]  # returns ConsumeStatus or a Deferred of one
+
+
+@implementer(IRequestProcessor)
+class _IdsChanged:
+    """NOTIFY_CONSUMER_IDS_CHANGED (40, oneway): rebalance the named group now."""
+
+    def __init__(self) -> None:
+        self.consumers: dict[str, PushConsumer] = {}
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> None:
+        consumer = self.consumers.get(request.ext_fields.get("consumerGroup", ""))
+        if consumer is not None and consumer.running:
+            consumer.rebalance()
+        return None
+
+    def reject_request(self) -> bool:
+        return False
+
+
+@implementer(IRequestProcessor)
+class _ResetOffset:
+    """RESET_CONSUMER_CLIENT_OFFSET (220, oneway): mqadmin resetOffsetByTime reaching a running consumer."""
+
+    def __init__(self) -> None:
+        self.consumers: dict[str, PushConsumer] = {}
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> None:
+        consumer = self.consumers.get(request.ext_fields.get("group", ""))
+        if consumer is not None and consumer.running:
+            offsets = api.parse_reset_offset_body(request.body)
+            topic = request.ext_fields.get("topic")
+            consumer.reset_offset({mq: off for mq, off in offsets.items() if topic is None or mq.topic == topic})
+        return None
+
+    def reject_request(self) -> bool:
+        return False
+
+
+class _ProcessQueue:
+    """One owned queue: its pull position and whether it was dropped by a rebalance."""
+
+    def __init__(self, mq: MessageQueue) -> None:
+        self.mq = mq
+        self.offset: int | None = None
+        self.dropped = False
+
+
+class PushConsumer:
+    """
+    :param group: the consumer group.
+    :param namesrv_addr: ``"a:9876;b:9876"`` (ignored with *instance*).
+    :param consume_from_where: where a queue without a committed offset starts (last, first,
+        or ``CONSUME_FROM_TIMESTAMP`` with *consume_timestamp_ms*, by default half an hour
+        before :meth:`start`).
+    :param allocate: ``"AVG"`` (Java's default), ``"AVG_BY_CIRCLE"`` or ``"CONSISTENT_HASH"``.
+    :param max_reconsume_times: deliveries before the broker moves a message to the DLQ
+        (Java's -1 means 16).
+    :param message_model: ``CLUSTERING`` (the group shares the queues, offsets on the
+        brokers) or ``BROADCASTING`` (every member reads every queue, offsets in a local
+        file under *offset_store_dir*, failed messages are not redelivered, as in Java).
+    """
+
+    def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
+                 instance: MQClientInstance | None = None, consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
+                 pull_batch_size: int = 32, consume_batch_size: int = 1, allocate: str = "AVG",
+                 max_reconsume_times: int = -1, rebalance_interval: float = 20.0,
+                 persist_interval: float = 5.0, timeout: float = 3.0, consume_timestamp_ms: int | None = None,
+                 message_model: str = CLUSTERING, offset_store_dir: str | None = None) -> None:
+        if reactor is None and instance is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self.group = group
+        self._own_instance = instance is None
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout)
+        self.reactor = self.instance.reactor
+        self.consume_from_where = consume_from_where
+        self.pull_batch_size = pull_batch_size
+        self.consume_batch_size = consume_batch_size
+        self.allocate = STRATEGIES[allocate]
+        self.max_reconsume_times = max_reconsume_times
+        self.rebalance_interval = rebalance_interval
+        self.persist_interval = persist_interval
+        self.consume_timestamp_ms = consume_timestamp_ms
+        if message_model not in (CLUSTERING, BROADCASTING):
+            raise ValueError(f"unknown message model {message_model!r}")
+        self.message_model = message_model
+        self.offset_store_dir = offset_store_dir
+        self.local_offsets: LocalOffsetStore | None = None
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.listener: Listener | None = None
+        self.queues: dict[MessageQueue, _ProcessQueue] = {}
+        self._committed: dict[MessageQueue, int] = {}
+        self._loops: list[LoopingCall] = []
+        self._rebalancing: Deferred | None = None
+        self._announced = False
+        self.running = False
+
+    # ------------------------------------------------------------ configuration
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume *topic*'s messages whose tag matches *expression* (``"*"``, ``"A || B"``)."""
+        self.subscriptions[topic] = SubscriptionData.build(topic, expression)
+
+    def register_listener(self, listener: Listener) -> None:
+        """*listener(messages)* returns a :class:`ConsumeStatus` (or a Deferred of one); raising means RECONSUME_LATER."""
+        self.listener = listener
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Join the group: heartbeats, rebalance now and every 20 s, commits every 5 s."""
+        if self.listener is None:
+            raise MQClientError("register a listener before start()")
+        if not self.subscriptions:
+            raise MQClientError("subscribe to a topic before start()")
+        if self.message_model == CLUSTERING:
+            # Java subscribes clustering consumers to their retry topic as well.
+            retry = RETRY_GROUP_TOPIC_PREFIX + self.group
+            self.subscriptions.setdefault(retry, SubscriptionData.build(retry, "*"))
+        else:
+            self.local_offsets = LocalOffsetStore(self.offset_store_dir or default_offset_dir(),
+                                                  self.instance.client_id, self.group)
+        self.running = True
+        if self.consume_timestamp_ms is None:
+            self.consume_timestamp_ms = int((self.reactor.seconds() - DEFAULT_CONSUME_TIMESTAMP_AGO) * 1000)
+        for topic in self.subscriptions:
+            self.instance.watch_topic(topic)
+        self.instance.register_consumer(self.group, self._consumer_data)
+        for code, kind in ((RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, _IdsChanged),
+                           (RequestCode.RESET_CONSUMER_CLIENT_OFFSET, _ResetOffset)):
+            processor = self.instance.processors.lookup(code)
+            if not isinstance(processor, kind):
+                processor = kind()
+                self.instance.processors.register(code, processor)
+            processor.consumers[self.group] = self
+        if self._own_instance:
+            self.instance.start()
+        for interval, work in ((self.rebalance_interval, self.rebalance),
+                               (self.persist_interval, self.persist)):
+            loop = LoopingCall(work)
+            loop.clock = self.reactor
+            self._loops.append(loop)
+        self._loops[0].start(self.rebalance_interval, now=True)
+        self._loops[1].start(self.persist_interval, now=False)
+
+
+    @inlineCallbacks
+    def stop(self):  # type: ignore[no-untyped-def]
+        """Stop pulling, commit every offset, leave the group."""
+        self.running = False
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops = []
+        for pq in self.queues.values():
+            pq.dropped = True
+        yield self.persist(oneway=False)
+        self.queues = {}
+        self.instance.unregister_consumer(self.group)
+        if self._own_instance:
+            yield self.instance.stop()
+
+    async def __aenter__(self) -> PushConsumer:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _consumer_data(self) -> ConsumerData:
+        return ConsumerData(self.group, "CONSUME_PASSIVELY", self.message_model, self.consume_from_where,
+                            [self.subscriptions[t] for t in sorted(self.subscriptions)])
+
+    # ------------------------------------------------------------ rebalance
+    def rebalance(self) -> Deferred:
+        """Recompute this member's queues now (one rebalance at a time)."""
+        if self._rebalancing is not None:
+            return self._rebalancing
+        self._rebalancing = d = self._rebalance()
+
+        def done(result: object) -> None:
+            self._rebalancing = None
+
+        d.addErrback(lambda f: log.warn("rebalance of {group} failed: {error}", group=self.group,
+                                        error=f.getErrorMessage()))
+        d.addBoth(done)
+        return d
+
+    @inlineCallbacks
+    def _rebalance(self):  # type: ignore[no-untyped-def]
+        wanted: set[MessageQueue] = set()
+        routes = {}
+        for topic in list(self.subscriptions):
+            try:
+                routes[topic] = yield self.instance.route(topic)
+            except Exception as e:
+                log.warn("no route for {topic}: {error}", topic=topic, error=e)
+        if not self._announced:
+            # The brokers list us among the group's members only after a heartbeat, which
+            # also makes them create our %RETRY% topic: fetch the routes that were missing.
+            yield self.instance.send_heartbeat_to_all_brokers()
+            self._announced = True
+            for topic in [t for t in self.subscriptions if t not in routes]:
+                try:
+                    routes[topic] = yield self.instance.update_route(topic)
+                except Exception as e:
+                    log.warn("no route for {topic}: {error}", topic=topic, error=e)
+        for topic, route in routes.items():
+            mq_all = subscribe_queues(topic, route)
+            if not mq_all:
+                continue
+            if self.message_model == BROADCASTING:
+                wanted.update(mq_all)
+                continue
+            cid_all = yield self._consumer_ids(mq_all[0])
+            if not cid_all:
+                continue
+            wanted.update(self.allocate(self.instance.client_id, mq_all, cid_all))
+        if not self.running:
+            return
+        for mq in [mq for mq in self.queues if mq not in wanted]:
+            pq = self.queues.pop(mq)
+            pq.dropped = True
+            if pq.offset is not None:
+                yield self._commit_one(mq, pq.offset)
+        for mq in sorted(wanted - set(self.queues)):
+            pq = self.queues[mq] = _ProcessQueue(mq)
+            self._pull_loop(pq)
+
+    @inlineCallbacks
+    def _consumer_ids(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
+        try:
+            response = yield self.instance.invoke_broker(mq, api.consumer_list_request(self.group))
+            return api.parse_consumer_list_response(response)
+        except Exception as e:
+            log.warn("consumer list of {group} failed: {error}", group=self.group, error=e)
+            return []
+
+    @inlineCallbacks
+    def reset_offset(self, offsets: dict[MessageQueue, int]):  # type: ignore[no-untyped-def]
+        """
+        Move the group to *offsets* (what a broker's RESET_CONSUMER_CLIENT_OFFSET asks): the
+        owned queues among them are dropped, their offsets committed, and the next
+        rebalance picks them up again from there.
+        """
+        mine = [mq for mq in sorted(offsets) if mq in self.queues]
+        for mq in mine:
+            self.queues.pop(mq).dropped = True
+            yield self._commit_one(mq, offsets[mq])  # other members' queues are theirs to move
+        yield self.rebalance()
+        if any(mq not in self.queues for mq in mine) and self.running:
+            yield self.rebalance()  # the one in progress had started before the reset
+
+    # ------------------------------------------------------------ pulling
+    @inlineCallbacks
+    def _start_offset(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
+        if self.local_offsets is not None:
+            offset = self.local_offsets.read(mq)
+        else:
+            response = yield self.instance.invoke_broker(mq, api.query_consumer_offset_request(self.group, mq))
+            offset = api.parse_query_consumer_offset_response(response)
+        if offset is not None and offset >= 0:
+            return offset
+        if mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or self.consume_from_where == CONSUME_FROM_FIRST_OFFSET:
+            response = yield self.instance.invoke_broker(mq, api.get_min_offset_request(mq))
+        elif self.consume_from_where == CONSUME_FROM_TIMESTAMP:
+            request = api.search_offset_request(mq, self.consume_timestamp_ms or 0)
+            response = yield self.instance.invoke_broker(mq, request)
+        else:
+            response = yield self.instance.invoke_broker(mq, api.get_max_offset_request(mq))
+        return api.parse_offset_response(response)
+
+    @inlineCallbacks
+    def _pull_loop(self, pq: _ProcessQueue):  # type: ignore[no-untyped-def]
+        mq = pq.mq
+        while self.running and not pq.dropped:
+            try:
+                if pq.offset is None:
+                    pq.offset = yield self._start_offset(mq)
+                sub = self.subscriptions[mq.topic]
+                commit = self._committed_candidate(pq)
+                request = api.pull_request(self.group, mq, pq.offset, self.pull_batch_size, sub,
+                                           commit_offset=commit, suspend_timeout_ms=BROKER_SUSPEND_MAX_MS)
+                response = yield self.instance.invoke_broker(mq, request, LONG_POLL_TIMEOUT)
+                result = api.parse_pull_response(response, mq, sub)
+            except Exception as e:
+                if pq.dropped or not self.running:
+                    return
+                log.warn("pull of {mq} failed: {error}", mq=mq, error=e)
+                yield deferLater(self.reactor, PULL_DELAY_WHEN_EXCEPTION, lambda: None)
+                continue
+            if pq.dropped:
+                return
+            if result.msg_found_list:
+                yield self._consume(pq, result.msg_found_list)
+                if pq.dropped:
+                    return
+            if result.pull_status is PullStatus.OFFSET_ILLEGAL:
+                log.warn("offset {offset} of {mq} illegal, moving to {next}", offset=pq.offset, mq=mq,
+                         next=result.next_begin_offset)
+            pq.offset = result.next_begin_offset
+
+    def _committed_candidate(self, pq: _ProcessQueue) -> int:
+        # Java piggy-backs the in-memory offset on each pull (FLAG_COMMIT_OFFSET) once it is
+        # > 0, in clustering only: a broadcasting member's offset is its own.
+        if self.message_model != CLUSTERING:
+            return 0
+        return pq.offset if pq.offset else 0
+
+    @inlineCallbacks
+    def _consume(self, pq: _ProcessQueue, messages: list[MessageExt]):  # type: ignore[no-untyped-def]
+        assert self.listener is not None
+        for msg in messages:
+            # Java resetRetryAndNamespace: a redelivered message shows its original topic.
+            origin = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
+            if origin and msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                msg.topic = origin
+        for i in range(0, len(messages), self.consume_batch_size):
+            batch = messages[i:i + self.consume_batch_size]
+            try:
+                status = yield maybeDeferred(self.listener, batch)
+            except Exception as e:
+                log.warn("listener failed: {error}", error=e)
+                status = ConsumeStatus.RECONSUME_LATER
+            if status is not ConsumeStatus.CONSUME_SUCCESS:
+                if self.message_model == BROADCASTING:
+                    log.warn("broadcasting: {n} messages not consumed are dropped, as in Java", n=len(batch))
+                    continue
+                for msg in batch:
+                    yield self._send_back(pq.mq, msg)
+
+    @inlineCallbacks
+    def _send_back(self, mq: MessageQueue, msg: MessageExt):  # type: ignore[no-untyped-def]
+        """CONSUMER_SEND_MSG_BACK with delay level 0 (the broker picks 3 + reconsume times)."""
+        max_times = 16 if self.max_reconsume_times < 0 else self.max_reconsume_times
+        request = api.send_back_request(msg, self.group, 0, max_reconsume_times=max_times,
+                                        broker_name=mq.broker_name)
+        while self.running:
+            try:
+                response = yield self.instance.invoke_broker(mq, request)
+                api.check_response(response)
+                return
+            except Exception as e:
+                log.warn("send back of {id} failed, retrying: {error}", id=msg.msg_id, error=e)
+                yield deferLater(self.reactor, PULL_DELAY_WHEN_EXCEPTION, lambda: None)
+
+    # ------------------------------------------------------------ offsets
+    def persist(self, oneway: bool = True) -> Deferred:
+        """Commit every owned queue's offset that changed since the last commit (periodically oneway, as Java)."""
+        if self.local_offsets is not None:
+            for mq, pq in self.queues.items():
+                if pq.offset is not None:
+                    self.local_offsets.update(mq, pq.offset)
+            try:
+                self.local_offsets.persist()
+            except OSError as e:
+                log.warn("cannot write {path}: {error}", path=self.local_offsets.path, error=e)
+            return succeed(None)
+        calls = [self._commit_one(mq, pq.offset, oneway=oneway) for mq, pq in sorted(self.queues.items())
+                 if pq.offset is not None and self._committed.get(mq) != pq.offset]
+        return DeferredList(calls).addCallback(lambda _: None)
+
+    @inlineCallbacks
+    def _commit_one(self, mq: MessageQueue, offset: int, oneway: bool = False):  # type: ignore[no-untyped-def]
+        if self.local_offsets is not None:
+            self.local_offsets.update(mq, offset)
+            self.local_offsets.persist()
+            return
+        request = api.update_consumer_offset_request(self.group, mq, offset, oneway=oneway)
+        try:
+            if oneway:
+                addr = self.instance.broker_addr(mq.broker_name)
+                yield self.instance.remoting.invoke_oneway(addr, request)
+            else:
+                api.check_response((yield self.instance.invoke_broker(mq, request)))
+            self._committed[mq] = offset
+        except Exception as e:
+            log.warn("commit of {mq} failed: {error}", mq=mq, error=e)

@@ -1,0 +1,183 @@
+"""Tests for the PushConsumer against the fake cluster on a memory clock."""
+
+from __future__ import annotations
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from rocketmq_tx.client import Message, MessageQueue, Producer
+from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.client.litepull import CONSUME_FROM_FIRST_OFFSET
+from rocketmq_tx.client.push import ConsumeStatus, PushConsumer
+from rocketmq_tx.remoting import RemotingCommand, RequestCode
+from rocketmq_tx.remoting.headers.client import ConsumerSendMsgBackRequestHeader
+from rocketmq_tx.testing.fakebroker import FakeCluster
+from rocketmq_tx.testing.fakenet import FakeNetwork
+
+BROKER = "10.0.0.1:10911"
+
+
+class PushTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.cluster = FakeCluster({"broker-a": BROKER})
+        self.cluster.add_topic("T", 4)
+        self.net = FakeNetwork(self.cluster)
+        self.instance = MQClientInstance(self.net.reactor, "127.0.0.1:9876", remoting=self.net.client)
+        self.producer = Producer("PG", instance=self.instance)
+        self.received: list = []
+        self.status = ConsumeStatus.CONSUME_SUCCESS
+
+    def send(self, body: bytes, queue_id: int, tags: str = "A") -> None:
+        msg = Message("T", body)
+        msg.tags = tags
+        d = self.producer.send(msg, queue=MessageQueue("T", "broker-a", queue_id))
+        self.net.flush()
+        self.successResultOf(d)
+
+    def consumer(self, expression: str = "*") -> PushConsumer:
+        consumer = PushConsumer("CG", instance=self.instance, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("T", expression)
+
+        def listener(msgs):  # type: ignore[no-untyped-def]
+            self.received.extend(msgs)
+            return self.status
+
+        consumer.register_listener(listener)
+        return consumer
+
+    def test_consumes_in_queue_order_and_commits(self) -> None:
+        for i in range(3):
+            self.send(f"q0-{i}".encode(), 0)
+        self.send(b"q2-0", 2, tags="B")
+        consumer = self.consumer("A")
+        consumer.start()
+        self.net.flush()
+        self.assertEqual(sorted(q.queue_id for q in consumer.queues if q.topic == "T"), [0, 1, 2, 3])
+        self.assertEqual([m.body for m in self.received], [b"q0-0", b"q0-1", b"q0-2"])
+        self.send(b"q1-late", 1)
+        self.net.advance(1.0)  # the held long poll answers
+        self.assertEqual(self.received[-1].body, b"q1-late")
+        self.net.advance(5.0)  # periodic oneway commit
+        self.assertEqual(self.cluster.offsets[("CG", "T", 0)], 3)
+        self.assertEqual(self.cluster.offsets[("CG", "T", 1)], 1)
+        d = consumer.stop()
+        self.net.flush()
+        self.successResultOf(d)
+        self.assertEqual(self.cluster.offsets[("CG", "T", 2)], 1)
+
+    def test_reconsume_later_sends_back(self) -> None:
+        self.send(b"bad", 0)
+        self.status = ConsumeStatus.RECONSUME_LATER
+        consumer = self.consumer()
+        consumer.start()
+        self.net.flush()
+        (_, request), = self.cluster.requests(RequestCode.CONSUMER_SEND_MSG_BACK)
+        header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        stored = self.cluster.messages[("broker-a", "T", 0)][0]
+        self.assertEqual((header.offset, header.group, header.delay_level, header.max_reconsume_times,
+                          header.origin_msg_id), (stored.commit_log_offset, "CG", 0, 16, stored.msg_id))
+        self.assertEqual(consumer.queues[MessageQueue("T", "broker-a", 0)].offset, 1)
+
+    def test_group_members_split_queues(self) -> None:
+        """Another member's heartbeat halves our share (Java's averagely strategy)."""
+        self.cluster.heartbeats[BROKER].append({"clientID": "0.0.0.0@other", "consumerDataSet": [{"groupName": "CG"}]})
+        consumer = self.consumer()
+        consumer.start()
+        self.net.flush()
+        mine = sorted(q.queue_id for q in consumer.queues if q.topic == "T")
+        self.assertEqual(len(mine), 2)
+        self.cluster.heartbeats[BROKER] = [h for h in self.cluster.heartbeats[BROKER] if h["clientID"] != "0.0.0.0@other"]
+        # The broker says the membership changed: rebalance at once.
+        self.net.servers[BROKER].send_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                                     {"consumerGroup": "CG"}, oneway=True))
+        self.net.flush()
+        self.assertEqual(sorted(q.queue_id for q in consumer.queues if q.topic == "T"), [0, 1, 2, 3])
+
+    def test_rebalance_drops_and_commits(self) -> None:
+        self.send(b"x", 3)
+        consumer = self.consumer()
+        consumer.start()
+        self.net.flush()
+        self.cluster.heartbeats[BROKER].append({"clientID": "zzz@other", "consumerDataSet": [{"groupName": "CG"}]})
+        self.net.advance(20)
+        self.assertNotIn(MessageQueue("T", "broker-a", 3), consumer.queues)
+        self.assertEqual(self.cluster.offsets[("CG", "T", 3)], 1)
+
+    def test_retry_topic_created_by_heartbeat(self) -> None:
+        """The %RETRY% topic exists only after our heartbeat; the first rebalance still picks up its queue."""
+        self.assertNotIn("%RETRY%CG", self.cluster.topics)
+        consumer = self.consumer()
+        consumer.start()
+        self.net.flush()
+        self.assertIn(MessageQueue("%RETRY%CG", "broker-a", 0), consumer.queues)
+        retried = Message("%RETRY%CG", b"again")
+        retried.put_property("RETRY_TOPIC", "T")
+        d = self.producer.send(retried, queue=MessageQueue("%RETRY%CG", "broker-a", 0))
+        self.net.flush()
+        self.successResultOf(d)
+        self.net.advance(1.0)
+        self.assertEqual([(m.topic, m.body) for m in self.received], [("T", b"again")])
+
+    def test_reset_offset_from_broker(self) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET with fastjson's MessageQueue-object keys rewinds a running consumer."""
+        for i in range(2):
+            self.send(f"m{i}".encode(), 0)
+        consumer = self.consumer()
+        consumer.start()
+        self.net.flush()
+        self.assertEqual([m.body for m in self.received], [b"m0", b"m1"])
+        body = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0,' \
+               b'{"brokerName":"broker-z","queueId":0,"topic":"T"}:5}}'
+        self.net.servers[BROKER].send_oneway(RemotingCommand.request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET, {"topic": "T", "group": "CG", "timestamp": "0",
+                                                       "isForce": "true"}, body, oneway=True))
+        self.net.flush()
+        self.net.advance(1.0)
+        self.assertEqual([m.body for m in self.received], [b"m0", b"m1", b"m0", b"m1"])
+        self.assertNotIn(("CG", "T", 5), self.cluster.offsets)
+
+    def test_consume_from_timestamp(self) -> None:
+        for i in range(3):
+            self.send(f"t{i}".encode(), 0)
+        for i, msg in enumerate(self.cluster.messages[("broker-a", "T", 0)]):
+            msg.store_timestamp = 1000 * (i + 1)
+        consumer = self.consumer()
+        consumer.consume_from_where = "CONSUME_FROM_TIMESTAMP"
+        consumer.consume_timestamp_ms = 1500
+        consumer.start()
+        self.net.flush()
+        self.assertEqual([m.body for m in self.received], [b"t1", b"t2"])
+
+    def test_broadcasting(self) -> None:
+        """BROADCASTING: every queue despite other members, offsets in a local file (fastjson shape), no send-back."""
+        from pathlib import Path
+
+        from rocketmq_tx.client.push import BROADCASTING
+
+        self.send(b"b0", 0)
+        self.send(b"b1", 3)
+        self.cluster.heartbeats[BROKER].append({"clientID": "0.0.0.0@other", "consumerDataSet": [{"groupName": "CG"}]})
+        directory = self.mktemp()
+        consumer = PushConsumer("CG", instance=self.instance, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+                                message_model=BROADCASTING, offset_store_dir=directory)
+        consumer.subscribe("T")
+        consumer.register_listener(lambda msgs: (self.received.extend(msgs), ConsumeStatus.RECONSUME_LATER)[1])
+        consumer.start()
+        self.net.flush()
+        self.assertEqual(sorted(q.queue_id for q in consumer.queues), [0, 1, 2, 3])
+        self.assertEqual(sorted(m.body for m in self.received), [b"b0", b"b1"])
+        self.assertEqual(self.cluster.requests(RequestCode.CONSUMER_SEND_MSG_BACK), [])
+        d = consumer.stop()
+        self.net.flush()
+        self.successResultOf(d)
+        path = Path(directory) / self.instance.client_id / "CG" / "offsets.json"
+        text = path.read_text()
+        self.assertIn('{"brokerName":"broker-a","queueId":0,"topic":"T"}:1', text.replace(" ", ""))
+        self.assertNotIn(("CG", "T", 0), self.cluster.offsets)
+        # A new consumer with the same client id resumes from the file.
+        again = PushConsumer("CG", instance=self.instance, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+                             message_model=BROADCASTING, offset_store_dir=directory)
+        again.subscribe("T")
+        again.register_listener(lambda msgs: (self.received.extend(msgs), ConsumeStatus.CONSUME_SUCCESS)[1])
+        again.start()
+        self.net.flush()
+        self.assertEqual(len(self.received), 2)

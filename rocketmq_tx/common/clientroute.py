@@ -1,0 +1,190 @@
+# -*- test-case-name: rocketmq_tx.common.test.test_clientroute -*-
+"""
+Client-side routing without I/O, shared by the Twisted and the blocking clients: the
+name-server list and its fail-over order, a topic's queues for publishing and for
+consuming, the producer's queue selection (Java ``TopicPublishInfo`` and
+``MQFaultStrategy`` without latency tracking), and client ids.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from rocketmq_tx.common.message import MessageQueue
+from rocketmq_tx.common.route import MASTER_ID, PermName, TopicRouteData
+
+__all__ = [
+    "NameServerList",
+    "TopicPublishInfo",
+    "publish_info",
+    "select_by_hash",
+    "subscribe_queues",
+    "master_addresses",
+    "broker_address",
+    "make_client_id",
+    "local_ip",
+]
+
+
+class NameServerList:
+    """
+    The name servers of ``"a:9876;b:9876"``. Requests go to the one that last answered;
+    when it fails the next is tried (Java keeps a chosen name server until its channel
+    fails, then moves round the list).
+    """
+
+    def __init__(self, addresses: str | list[str]) -> None:
+        if isinstance(addresses, str):
+            addresses = [a.strip() for a in addresses.replace(",", ";").split(";")]
+        self.addresses: list[str] = [a for a in addresses if a]
+        if not self.addresses:
+            raise ValueError("no name server address given")
+        self._current = 0
+
+    def ordered(self) -> list[str]:
+        """Every address, the current one first: the order to try them in."""
+        n = len(self.addresses)
+        return [self.addresses[(self._current + i) % n] for i in range(n)]
+
+    def succeeded(self, addr: str) -> None:
+        """Stick to *addr* for the following requests."""
+        if addr in self.addresses:
+            self._current = self.addresses.index(addr)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"addresses": self.addresses, "_current": 0}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+
+
+def broker_address(route: TopicRouteData, broker_name: str, *, master_only: bool = True) -> str | None:
+    """The address of *broker_name* in *route* (its master, else a slave unless *master_only*)."""
+    for data in route.broker_datas:
+        if data.broker_name == broker_name:
+            if master_only:
+                return data.broker_addrs.get(MASTER_ID)
+            return data.select_broker_addr()
+    return None
+
+
+def master_addresses(route: TopicRouteData) -> dict[str, str]:
+    """Broker name to master address, for the brokers of *route* that have a master."""
+    return {b.broker_name: b.broker_addrs[MASTER_ID] for b in route.broker_datas if MASTER_ID in b.broker_addrs}
+
+
+def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
+    """The readable queues (``readQueueNums`` per broker), sorted (Java ``topicRouteData2TopicSubscribeInfo``)."""
+    queues = []
+    for qd in route.queue_datas:
+        if PermName.is_readable(qd.perm):
+            queues += [MessageQueue(topic, qd.broker_name, i) for i in range(qd.read_queue_nums)]
+    return sorted(queues)
+
+
+@dataclass(slots=True)
+class TopicPublishInfo:
+    """
+    The writable queues of a topic (Java ``TopicPublishInfo``). :meth:`select_queue` goes
+    round them; after a failure on a broker the retry avoids that broker if another exists.
+    """
+
+    topic: str
+    queues: list[MessageQueue] = field(default_factory=list)
+    order_topic: bool = False
+    _counter: itertools.count = field(default_factory=lambda: itertools.count(int.from_bytes(os.urandom(2), "big")))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def ok(self) -> bool:
+        """``True`` when there is a queue to send to."""
+        return bool(self.queues)
+
+    def select_queue(self, last_broker: str | None = None) -> MessageQueue:
+        """
+        The next queue in turn; with *last_broker* (the broker the previous attempt
+        failed on) the first one on another broker, if there is any.
+
+        :raises LookupError: no writable queue.
+        """
+        if not self.queues:
+            raise LookupError(f"no writable queue for topic {self.topic}")
+        n = len(self.queues)
+        with self._lock:
+            start = next(self._counter)
+        if last_broker is not None:
+            for i in range(n):
+                mq = self.queues[(start + i) % n]
+                if mq.broker_name != last_broker:
+                    return mq
+        return self.queues[start % n]
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"topic": self.topic, "queues": self.queues, "order_topic": self.order_topic}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        TopicPublishInfo.__init__(self, **state)  # type: ignore[arg-type]
+
+
+def select_by_hash(queues: list[MessageQueue], msg: object, arg: object) -> MessageQueue:
+    """
+    A queue selector for ordered sends (Java ``SelectMessageQueueByHash``): the same *arg*
+    (a sharding key, an order id) always picks the same queue. Strings hash as in Java.
+    """
+    from rocketmq_tx.common.messagecodec import java_string_hash
+
+    value = java_string_hash(arg) if isinstance(arg, str) else hash(arg)
+    # Java's remainder truncates toward zero and then takes abs: that is |h| mod n.
+    return queues[abs(value) % len(queues)]
+
+
+def publish_info(topic: str, route: TopicRouteData, *, template_queue_nums: int | None = None) -> TopicPublishInfo:
+    """
+    Java ``topicRouteData2TopicPublishInfo``: for an ordered topic (``orderTopicConf``
+    ``"broker-a:4;broker-b:4"``) those queues; otherwise ``writeQueueNums`` queues of every
+    writable broker that has a master, in route order.
+
+    :param template_queue_nums: *route* is the auto-create template's (``TBW102``): use at
+        most this many queues per broker, as Java does for a topic that does not exist yet.
+    """
+    if route.order_topic_conf:
+        queues = []
+        for part in route.order_topic_conf.split(";"):
+            name, _, count = part.partition(":")
+            if name and count.isdigit():
+                queues += [MessageQueue(topic, name, i) for i in range(int(count))]
+        return TopicPublishInfo(topic, queues, True)
+    masters = master_addresses(route)
+    queues = []
+    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+        if PermName.is_writeable(qd.perm) and qd.broker_name in masters:
+            count = qd.write_queue_nums
+            if template_queue_nums is not None:
+                count = min(count, template_queue_nums)
+            queues += [MessageQueue(topic, qd.broker_name, i) for i in range(count)]
+    return TopicPublishInfo(topic, queues)
+
+
+def local_ip() -> str:
+    """The address this host reaches the network from (Java ``RemotingUtil.getLocalAddress``, roughly)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: nothing is sent for a UDP connect
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def make_client_id(ip: str | None = None, instance_name: str | None = None) -> str:
+    """
+    ``ip@instanceName``; the default instance name is ``pid#nanotime`` (Java's fix for two
+    containers sharing pid 1 on one host).
+    """
+    if instance_name is None or instance_name == "DEFAULT":
+        instance_name = f"{os.getpid()}#{time.monotonic_ns()}"
+    return f"{ip or local_ip()}@{instance_name}"

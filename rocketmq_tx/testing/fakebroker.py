@@ -1,0 +1,379 @@
+# -*- test-case-name: rocketmq_tx.blocking.test.test_client -*-
+"""
+A scripted fake name server and broker built on the codec, for client unit tests.
+
+:class:`FakeCluster` answers the client's requests from memory: routes, sends (stored as
+real CommitLog records, so pulls return what a Java broker returns), pulls, offsets,
+heartbeats. Tests script faults per request code with :meth:`FakeCluster.script`: a
+canned response code, silence (to make the client time out), or a callable.
+
+It is reachable three ways: :meth:`FakeCluster.handle` (direct), as a processor for
+:class:`rocketmq_tx.net.dispatch.ProcessorTable` (``process_request``/``reject_request``,
+for the in-memory pump), and over real TCP with :class:`ThreadedFakeServer` (for the
+blocking client). No Twisted import here, so blocking tests stay reactor-free.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import defaultdict
+from typing import Any, Callable
+
+from rocketmq_tx.common.message import MessageExt, string_to_properties
+from rocketmq_tx.common.messagecodec import decode_batch, encode_message
+from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
+from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.remoting.headers.client import (
+    GetMaxOffsetRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from rocketmq_tx.remoting.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketmq_tx.remoting.headers.route import GetRouteInfoRequestHeader
+from rocketmq_tx.remoting.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
+
+__all__ = ["FakeCluster", "SILENT", "ThreadedFakeServer"]
+
+#: Scripted outcome: never answer (the client's timeout fires).
+SILENT = object()
+
+Script = Any  # int response code | SILENT | Callable[[str, RemotingCommand], RemotingCommand | None]
+
+
+class FakeCluster:
+    """
+    Name servers and brokers in one object; *brokers* maps broker name to address.
+
+    :ivar seen: ``(addr, request)`` for every request received, in order.
+    :ivar messages: ``(broker_name, topic, queue_id)`` to the stored messages.
+    :ivar offsets: ``(group, topic, queue_id)`` to the committed offset.
+    :ivar heartbeats: decoded heartbeat bodies by broker address.
+    """
+
+    def __init__(self, brokers: dict[str, str] | None = None, namesrvs: tuple[str, ...] = ("127.0.0.1:9876",),
+                 *, queues: int = 4, legacy_json: bool = False) -> None:
+        self.brokers = dict(brokers or {"broker-a": "127.0.0.1:10911"})
+        self.namesrvs = list(namesrvs)
+        self.queues = queues
+        self.legacy_json = legacy_json
+        self.topics: dict[str, int] = {}
+        self.seen: list[tuple[str, RemotingCommand]] = []
+        self.messages: dict[tuple[str, str, int], list[MessageExt]] = defaultdict(list)
+        self.offsets: dict[tuple[str, str, int], int] = {}
+        self.heartbeats: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._scripts: dict[tuple[int, str | None], list[Script]] = defaultdict(list)
+        self._commit_log = 0
+        self._lock = threading.Lock()
+        self.down: set[str] = set()
+
+    # ---------------------------------------------------------------- scripting
+    def add_topic(self, topic: str, queues: int | None = None) -> None:
+        """Make *topic* routable (every broker, *queues* queues each)."""
+        self.topics[topic] = self.queues if queues is None else queues
+
+    def script(self, code: int, *outcomes: Script, addr: str | None = None) -> None:
+        """
+        The next requests with *code* (to *addr*, or anywhere) get these outcomes in turn: a
+        response code (with remark ``"scripted"``), :data:`SILENT`, or ``f(addr, request)``.
+        """
+        self._scripts[(int(code), addr)].extend(outcomes)
+
+    def requests(self, code: int) -> list[tuple[str, RemotingCommand]]:
+        """The ``(addr, request)`` pairs seen with *code*."""
+        return [(a, r) for a, r in self.seen if r.code == code]
+
+    # ---------------------------------------------------------------- dispatch
+    def handle(self, addr: str, request: RemotingCommand) -> RemotingCommand | None:
+        """The response to *request* sent to *addr*, or ``None`` for none."""
+        with self._lock:
+            self.seen.append((addr, request))
+            for key in ((request.code, addr), (request.code, None)):
+                queue = self._scripts.get(key)
+                if queue:
+                    outcome = queue.pop(0)
+                    if outcome is SILENT:
+                        return None
+                    if callable(outcome):
+                        return outcome(addr, request)
+                    return request.make_response(int(outcome), "scripted")
+            method = _HANDLERS.get(request.code)
+            if method is None:
+                return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                             f" request type {request.code} not supported")
+            response = method(self, addr, request)
+            return None if request.is_oneway else response
+
+    # ProcessorTable duck type, for the Twisted in-memory pump.
+    def processor_for(self, addr: str) -> Any:
+        cluster = self
+
+        class _Processor:
+            def process_request(self, ctx: object, request: RemotingCommand) -> RemotingCommand | None:
+                return cluster.handle(addr, request)
+
+            def reject_request(self) -> bool:
+                return False
+
+        return _Processor()
+
+    # ---------------------------------------------------------------- name server
+    def route(self, topic: str) -> TopicRouteData:
+        queues = self.topics[topic]
+        return TopicRouteData(
+            [QueueData(name, queues, queues, 6) for name in sorted(self.brokers)],
+            [BrokerData("DefaultCluster", name, {0: addr}) for name, addr in sorted(self.brokers.items())],
+        )
+
+    def _route(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        topic = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields).topic
+        if topic not in self.topics:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
+                                         f"No topic route info in name server for the topic: {topic}")
+        data = self.route(topic).to_json()
+        body = fastjson.dumps_legacy(data) if self.legacy_json else fastjson.dumps(data)
+        return request.make_response(body=body)
+
+    # ---------------------------------------------------------------- broker
+    def _broker_name(self, addr: str) -> str:
+        return next(name for name, a in self.brokers.items() if a == addr)
+
+    def _store(self, addr: str, topic: str, queue_id: int, msg: MessageExt) -> MessageExt:
+        stored = self.messages[(self._broker_name(addr), topic, queue_id)]
+        host, _, port = addr.rpartition(":")
+        msg.topic, msg.queue_id, msg.queue_offset = topic, queue_id, len(stored)
+        msg.store_host, msg.born_host = (host, int(port)), ("127.0.0.1", 50000)
+        msg.store_timestamp = int(time.time() * 1000)
+        msg.commit_log_offset = self._commit_log
+        record = encode_message(msg)
+        msg.store_size = len(record)
+        self._commit_log += len(record)
+        stored.append(msg)
+        return msg
+
+    def _send(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        queue_id = header.queue_id if header.queue_id >= 0 else 0
+        if header.batch:
+            batch_props = string_to_properties(header.properties or "")
+            inner = decode_batch(request.body, header.topic)
+        else:
+            batch_props = {}
+            inner = [None]
+        ids, first = [], None
+        for m in inner:
+            if m is None:
+                props = string_to_properties(header.properties or "")
+                msg = MessageExt(header.topic, request.body, header.flag, props, sys_flag=header.sys_flag,
+                                 born_timestamp=header.born_timestamp,
+                                 reconsume_times=header.reconsume_times or 0)
+            else:
+                msg = MessageExt(header.topic, m.body, m.flag, {**m.properties, **batch_props},
+                                 born_timestamp=header.born_timestamp)
+            msg.properties.pop("WAIT", None)
+            msg.properties["CLUSTER"] = "DefaultCluster"
+            stored = self._store(addr, header.topic, queue_id, msg)
+            first = stored if first is None else first
+            ids.append(stored.offset_msg_id)
+        assert first is not None
+        resp = SendMessageResponseHeader(",".join(ids), queue_id, first.queue_offset)
+        return request.make_response(ext_fields={**resp.to_ext_fields(), "MSG_REGION": "DefaultRegion",
+                                                 "TRACE_ON": "true"})
+
+    def _pull(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        if h.sys_flag & 0x1:  # FLAG_COMMIT_OFFSET: the pull carries the consumer's offset
+            self.offsets[(h.consumer_group, h.topic, h.queue_id)] = h.commit_offset
+        stored = self.messages[(self._broker_name(addr), h.topic, h.queue_id)]
+        max_offset = len(stored)
+        tags = None
+        if h.subscription and h.subscription.strip() != "*":
+            tags = {t.strip() for t in h.subscription.split("||")}
+
+        def respond(code: int, next_offset: int, body: bytes = b"") -> RemotingCommand:
+            ext = PullMessageResponseHeader(0, next_offset, 0, max_offset).to_ext_fields()
+            return request.make_response(code, None if code == 0 else "scripted", ext, body)
+
+        if h.queue_offset > max_offset or h.queue_offset < 0:
+            return respond(ResponseCode.PULL_OFFSET_MOVED, max_offset)
+        if h.queue_offset == max_offset:
+            return respond(ResponseCode.PULL_NOT_FOUND, max_offset)
+        chosen = stored[h.queue_offset:h.queue_offset + h.max_msg_nums]
+        matched = [m for m in chosen if tags is None or m.tags in tags]
+        next_offset = h.queue_offset + len(chosen)
+        if not matched:
+            return respond(ResponseCode.PULL_RETRY_IMMEDIATELY, next_offset)
+        return respond(ResponseCode.SUCCESS, next_offset, b"".join(encode_message(m) for m in matched))
+
+    def _query_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self.offsets.get((h.consumer_group, h.topic, h.queue_id))
+        if offset is None:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group "
+                                                                       "consumer boot first")
+        return request.make_response(ext_fields={"offset": str(offset)})
+
+    def _update_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        self.offsets[(h.consumer_group, h.topic, h.queue_id)] = h.commit_offset
+        return request.make_response()
+
+    def _max_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        stored = self.messages[(self._broker_name(addr), h.topic, h.queue_id)]
+        return request.make_response(ext_fields={"offset": str(len(stored))})
+
+    def _min_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(ext_fields={"offset": "0"})
+
+    def _search_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        stored = self.messages[(self._broker_name(addr), h.topic, h.queue_id)]
+        offset = next((m.queue_offset for m in stored if m.store_timestamp >= h.timestamp), len(stored))
+        return request.make_response(ext_fields={"offset": str(offset)})
+
+    def _earliest(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        stored = self.messages[(self._broker_name(addr), h.topic, h.queue_id)]
+        if not stored:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "Can't get earliest message store time")
+        return request.make_response(ext_fields={"timestamp": str(stored[0].store_timestamp)})
+
+    def _heartbeat(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        body = fastjson.loads(request.body)
+        self.heartbeats[addr].append(body)
+        for consumer in body.get("consumerDataSet") or []:
+            # A broker creates a group's retry topic when the group first heartbeats.
+            self.topics.setdefault(f"%RETRY%{consumer['groupName']}", 1)
+        return request.make_response()
+
+    def _ok(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response()
+
+    def _consumer_list(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        group = request.ext_fields.get("consumerGroup")
+        ids = sorted({hb["clientID"] for hbs in self.heartbeats.values() for hb in hbs
+                      if any(c["groupName"] == group for c in hb.get("consumerDataSet", []))})
+        if not ids:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}")
+        return request.make_response(body=fastjson.dumps({"consumerIdList": ids}))
+
+    def _view(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        offset = ViewMessageRequestHeader.from_ext_fields(request.ext_fields).offset
+        name = self._broker_name(addr)
+        for (broker, _, _), stored in self.messages.items():
+            if broker != name:
+                continue
+            for m in stored:
+                if m.commit_log_offset == offset:
+                    return request.make_response(body=encode_message(m))
+        return request.make_response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
+
+    def _query(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        topic, key = request.ext_fields["topic"], request.ext_fields["key"]
+        name = self._broker_name(addr)
+        found = [m for (b, t, _), stored in self.messages.items() if (b, t) == (name, topic) for m in stored
+                 if key in m.keys or m.unique_key == key]
+        if not found:
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND,
+                                         "can not find message, maybe time range not correct")
+        return request.make_response(body=b"".join(encode_message(m) for m in found))
+
+
+_HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingCommand]] = {
+    RequestCode.GET_ROUTEINFO_BY_TOPIC: FakeCluster._route,
+    RequestCode.SEND_MESSAGE_V2: FakeCluster._send,
+    RequestCode.SEND_BATCH_MESSAGE: FakeCluster._send,
+    RequestCode.PULL_MESSAGE: FakeCluster._pull,
+    RequestCode.QUERY_CONSUMER_OFFSET: FakeCluster._query_offset,
+    RequestCode.UPDATE_CONSUMER_OFFSET: FakeCluster._update_offset,
+    RequestCode.GET_MAX_OFFSET: FakeCluster._max_offset,
+    RequestCode.GET_MIN_OFFSET: FakeCluster._min_offset,
+    RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: FakeCluster._search_offset,
+    RequestCode.GET_EARLIEST_MSG_STORETIME: FakeCluster._earliest,
+    RequestCode.HEART_BEAT: FakeCluster._heartbeat,
+    RequestCode.UNREGISTER_CLIENT: FakeCluster._ok,
+    RequestCode.CONSUMER_SEND_MSG_BACK: FakeCluster._ok,
+    RequestCode.GET_CONSUMER_LIST_BY_GROUP: FakeCluster._consumer_list,
+    RequestCode.VIEW_MESSAGE_BY_ID: FakeCluster._view,
+    RequestCode.QUERY_MESSAGE: FakeCluster._query,
+}
+
+
+class ThreadedFakeServer:
+    """
+    Serves a new :class:`FakeCluster` over real TCP on 127.0.0.1 (one listening socket per
+    name server and broker, so the cluster's addresses are real ones). Responses may be
+    written in *chunk*-byte pieces to exercise partial reads. An address in
+    ``cluster.down`` has its connections closed at once.
+    """
+
+    def __init__(self, broker_names: tuple[str, ...] = ("broker-a",), namesrvs: int = 1, *,
+                 chunk: int | None = None, **cluster_kwargs: Any) -> None:
+        self.chunk = chunk
+        self._listeners: dict[str, socket.socket] = {}
+        self._conns: list[socket.socket] = []
+        self._closed = False
+        addrs = [self._listen() for _ in range(namesrvs + len(broker_names))]
+        self.cluster = FakeCluster(dict(zip(broker_names, addrs[namesrvs:])), tuple(addrs[:namesrvs]),
+                                   **cluster_kwargs)
+        for addr, sock in self._listeners.items():
+            threading.Thread(target=self._accept, args=(sock, addr), daemon=True).start()
+
+    @property
+    def namesrv_addr(self) -> str:
+        return ";".join(self.cluster.namesrvs)
+
+    def _listen(self) -> str:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        addr = f"127.0.0.1:{sock.getsockname()[1]}"
+        self._listeners[addr] = sock
+        return addr
+
+    def _accept(self, listener: socket.socket, addr: str) -> None:
+        while not self._closed:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            if addr in self.cluster.down:
+                conn.close()
+                continue
+            self._conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn, addr), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, addr: str) -> None:
+        decoder = FrameDecoder()
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                return
+            if not data or addr in self.cluster.down:
+                conn.close()
+                return
+            for request in decoder.feed(data):
+                response = self.cluster.handle(addr, request)
+                if response is None:
+                    continue
+                frame = encode_command(response)
+                step = self.chunk or len(frame)
+                try:
+                    for i in range(0, len(frame), step):
+                        conn.sendall(frame[i:i + step])
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self._closed = True
+        for sock in [*self._listeners.values(), *self._conns]:
+            try:
+                sock.close()
+            except OSError:
+                pass
