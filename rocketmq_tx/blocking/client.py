@@ -33,7 +33,6 @@ from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import (
     AUTO_CREATE_TOPIC_KEY,
     DEFAULT_TOPIC_QUEUE_NUMS,
-    SEND_RETRY_CODES,
     MQClientError,
     PullResult,
     SendResult,
@@ -303,7 +302,6 @@ class BlockingProducer:
     def _send(self, prepared: api.PreparedMessage, queue: MessageQueue | None, selector: MessageQueueSelector | None,
               arg: Any, msg: Message, timeout: float | None) -> SendResult:
         timeout = self.send_timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
         if selector is not None:
             queues = self.fetch_publish_queues(prepared.topic)
             if not queues:
@@ -314,26 +312,15 @@ class BlockingProducer:
         info = self.publish_info(prepared.topic)
         if not info.ok:
             raise MQClientError(f"No route info of this topic: {prepared.topic}")
-        last_broker: str | None = None
-        last_error: Exception | None = None
-        for attempt in range(1 + self.retry_times_when_send_failed):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            mq = info.select_queue(last_broker)
+        plan = api.SendRetryPlan(info, self.retry_times_when_send_failed, timeout, time.monotonic)
+        while (step := plan.next()) is not None:
+            mq, remaining = step
             try:
                 return self._send_to(prepared, mq, remaining)
-            except MQBrokerError as e:
-                if e.code not in SEND_RETRY_CODES:
-                    raise
-                last_error = e
-            except (RemotingError, MQClientError) as e:
-                last_error = e
-            log.warning("send to %s failed (attempt %d): %s", mq, attempt + 1, last_error)
-            last_broker = mq.broker_name
-        code = getattr(last_error, "code", None)
-        raise MQClientError(f"Send [{1 + self.retry_times_when_send_failed}] times, still failed: {last_error}",
-                            code) from last_error
+            except (MQBrokerError, RemotingError, MQClientError) as e:
+                plan.failed(mq, e)
+                log.warning("send to %s failed (attempt %d): %s", mq, plan.tried, e)
+        raise plan.give_up()
 
     def _send_to(self, prepared: api.PreparedMessage, mq: MessageQueue, timeout: float) -> SendResult:
         request = api.send_request(prepared, self.group, mq)

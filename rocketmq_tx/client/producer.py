@@ -20,7 +20,7 @@ from rocketmq_tx.common.message import Message, MessageQueue
 from rocketmq_tx.common.msgid import UniqueKeyGenerator
 from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import api
-from rocketmq_tx.remoting.api import AUTO_CREATE_TOPIC_KEY, SEND_RETRY_CODES, MQClientError, SendResult
+from rocketmq_tx.remoting.api import AUTO_CREATE_TOPIC_KEY, MQClientError, SendResult
 from rocketmq_tx.remoting.codes import ResponseCode
 from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
 
@@ -166,8 +166,6 @@ class Producer:
     def _send(self, prepared: api.PreparedMessage, msg: Message, queue: MessageQueue | None,
               selector: MessageQueueSelector | None, arg: Any, timeout: float | None):  # type: ignore[no-untyped-def]
         timeout = self.send_timeout if timeout is None else timeout
-        clock = self.reactor
-        deadline = clock.seconds() + timeout
         if selector is not None:
             queues = yield self.fetch_publish_queues(prepared.topic)
             if not queues:
@@ -179,26 +177,16 @@ class Producer:
         info = yield self.publish_info(prepared.topic)
         if not info.ok:
             raise MQClientError(f"No route info of this topic: {prepared.topic}")
-        last_broker: str | None = None
-        last_error: Exception | None = None
-        for attempt in range(1 + self.retry_times_when_send_failed):
-            remaining = deadline - clock.seconds()
-            if remaining <= 0:
-                break
-            mq = info.select_queue(last_broker)
+        plan = api.SendRetryPlan(info, self.retry_times_when_send_failed, timeout, self.reactor.seconds)
+        while (step := plan.next()) is not None:
+            mq, remaining = step
             try:
                 result = yield self._send_to(prepared, mq, remaining)
                 return result
-            except MQBrokerError as e:
-                if e.code not in SEND_RETRY_CODES:
-                    raise
-                last_error = e
-            except (RemotingError, MQClientError) as e:
-                last_error = e
-            log.warn("send to {mq} failed (attempt {n}): {error}", mq=mq, n=attempt + 1, error=last_error)
-            last_broker = mq.broker_name
-        raise MQClientError(f"Send [{1 + self.retry_times_when_send_failed}] times, still failed: {last_error}",
-                            getattr(last_error, "code", None)) from last_error
+            except (MQBrokerError, RemotingError, MQClientError) as e:
+                plan.failed(mq, e)
+                log.warn("send to {mq} failed (attempt {n}): {error}", mq=mq, n=plan.tried, error=e)
+        raise plan.give_up()
 
     @inlineCallbacks
     def _send_to(self, prepared: api.PreparedMessage, mq: MessageQueue, timeout: float):  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_TOPIC_QUEUE_NUMS",
     "SUB_ALL",
     "SEND_RETRY_CODES",
+    "SendRetryPlan",
     "MQClientError",
     "RETRY_GROUP_TOPIC_PREFIX",
     "SendStatus",
@@ -104,6 +105,53 @@ RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 #: Broker codes after which a producer retries on another queue (Java ``retryResponseCodes``):
 #: TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE, SYSTEM_ERROR, NO_PERMISSION, NO_BUYER_ID, NOT_IN_CURRENT_UNIT.
 SEND_RETRY_CODES = frozenset({17, 14, 1, 16, 204, 205})
+
+
+class SendRetryPlan:
+    """
+    Java's rule for a send without a chosen queue, shared by the blocking and the Twisted
+    producer: up to ``1 + retries`` attempts within the timeout, each on a queue that
+    avoids the broker that just failed; connection errors, timeouts and the codes in
+    :data:`SEND_RETRY_CODES` are retried, any other broker answer is final.
+
+    :param info: the topic's publish info (its ``select_queue(avoid_broker)`` picks).
+    :param now: seconds, from the caller's clock.
+    """
+
+    def __init__(self, info: Any, retries: int, timeout: float, now: Callable[[], float]) -> None:
+        self.info = info
+        self.attempts = 1 + retries
+        self.now = now
+        self.deadline = now() + timeout
+        self.tried = 0
+        self.last_broker: str | None = None
+        self.last_error: Exception | None = None
+
+    def next(self) -> tuple[MessageQueue, float] | None:
+        """The queue to try next and the time left for it, or ``None`` to give up."""
+        remaining = self.deadline - self.now()
+        if self.tried >= self.attempts or remaining <= 0:
+            return None
+        self.tried += 1
+        return self.info.select_queue(self.last_broker), remaining
+
+    def failed(self, mq: MessageQueue, error: Exception) -> None:
+        """
+        Record a failed attempt.
+
+        :raises MQBrokerError: *error* itself when it is a broker answer not worth retrying.
+        """
+        if isinstance(error, MQBrokerError) and error.code not in SEND_RETRY_CODES:
+            raise error
+        self.last_error = error
+        self.last_broker = mq.broker_name
+
+    def give_up(self) -> MQClientError:
+        """The error to raise once :meth:`next` returned ``None``."""
+        error = MQClientError(f"Send [{self.attempts}] times, still failed: {self.last_error}",
+                              getattr(self.last_error, "code", None))
+        error.__cause__ = self.last_error
+        return error
 #: ``MixAll.UNIQUE_MSG_QUERY_FLAG``: ext field marking a QUERY_MESSAGE by UNIQ_KEY.
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 

@@ -227,3 +227,49 @@ class ResetOffsetBodyTests(SynchronousTestCase):
                 b'"MessageQueue [topic=T, brokerName=b, queueId=2]":9}}')
         self.assertEqual(api.parse_reset_offset_body(body), {MessageQueue("T", "b", 1): 7, MessageQueue("T", "b", 2): 9})
         self.assertEqual(api.parse_reset_offset_body(b""), {})
+
+
+class SendRetryPlanTests(SynchronousTestCase):
+    """The retry rule both producers follow."""
+
+    class Info:
+        """Publish info stub: two brokers, remembers what it was asked to avoid."""
+
+        def __init__(self) -> None:
+            self.avoided: list[str | None] = []
+
+        def select_queue(self, avoid: str | None) -> MessageQueue:
+            self.avoided.append(avoid)
+            return MessageQueue("T", "b" if avoid == "a" else "a", 0)
+
+    def test_retries_elsewhere_then_gives_up(self) -> None:
+        """Three attempts by default, each avoiding the broker that failed last; then one error."""
+        from rocketmq_tx.remoting.api import SendRetryPlan
+        from rocketmq_tx.remoting.errors import RemotingTimeoutError
+
+        info = self.Info()
+        plan = SendRetryPlan(info, 2, 3.0, lambda: 0.0)
+        tried = []
+        while (step := plan.next()) is not None:
+            tried.append(step[0].broker_name)
+            plan.failed(step[0], RemotingTimeoutError("slow") if len(tried) < 3 else MQBrokerError(17, "gone"))
+        self.assertEqual(tried, ["a", "b", "a"])
+        self.assertEqual(info.avoided, [None, "a", "b"])
+        error = plan.give_up()
+        self.assertIsInstance(error, MQClientError)
+        self.assertEqual(error.code, 17)
+        self.assertIn("Send [3] times", str(error))
+
+    def test_final_answers_and_deadline(self) -> None:
+        """A broker answer outside the retry codes is raised at once; no attempt starts after the deadline."""
+        from rocketmq_tx.remoting.api import SendRetryPlan
+
+        plan = SendRetryPlan(self.Info(), 2, 3.0, lambda: 0.0)
+        mq, _ = plan.next()
+        self.assertRaises(MQBrokerError, plan.failed, mq, MQBrokerError(13, "illegal"))
+        clock = [0.0]
+        plan = SendRetryPlan(self.Info(), 2, 3.0, lambda: clock[0])
+        mq, remaining = plan.next()
+        self.assertEqual(remaining, 3.0)
+        clock[0] = 3.5
+        self.assertIsNone(plan.next())
