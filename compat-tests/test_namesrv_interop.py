@@ -185,31 +185,27 @@ def expiring_namesrv(java_classpath_4, tmp_path_factory):
         tx.stop()
 
 
+def signalled_broker_leaves(classpath: str, namesrv: str, name: str, sig: int, timeout: float) -> float:
+    """Start a broker, wait until it is registered, send it *sig*; seconds until its route went."""
+    broker, _, _ = rj.start_broker(classpath, namesrv, broker_name=name, extra={"registerNameServerPeriod": "10000"})
+    try:
+        wait_for_broker(namesrv, name)
+        os.kill(broker.pid, sig)
+        return wait_for_broker(namesrv, name, present=False, timeout=timeout)
+    finally:
+        if sig == signal.SIGSTOP:
+            os.kill(broker.pid, signal.SIGCONT)
+        broker.stop()
+
+
 def test_killed_broker_leaves_at_once(java_classpath_4, expiring_namesrv):
     """SIGKILL closes the broker's connection; its route goes immediately, not at the expiry."""
-    broker, _, _ = rj.start_broker(java_classpath_4, expiring_namesrv, broker_name="broker-kill",
-                                   extra={"registerNameServerPeriod": "10000"})
-    try:
-        wait_for_broker(expiring_namesrv, "broker-kill")
-        os.kill(broker.pid, signal.SIGKILL)
-        waited = wait_for_broker(expiring_namesrv, "broker-kill", present=False, timeout=10)
-        assert waited < 5, waited
-    finally:
-        broker.stop()
+    waited = signalled_broker_leaves(java_classpath_4, expiring_namesrv, "broker-kill", signal.SIGKILL, 10)
+    assert waited < 5, waited
 
 
 def test_stopped_broker_expires(java_classpath_4, expiring_namesrv):
     """SIGSTOP keeps the connection open; the broker leaves only once it is silent past the expiry."""
-    broker, _, _ = rj.start_broker(java_classpath_4, expiring_namesrv, broker_name="broker-stop",
-                                   extra={"registerNameServerPeriod": "10000"})
-    try:
-        wait_for_broker(expiring_namesrv, "broker-stop")
-        os.kill(broker.pid, signal.SIGSTOP)
-        stopped = time.monotonic()
-        wait_for_broker(expiring_namesrv, "broker-stop", present=False, timeout=40)
-        elapsed = time.monotonic() - stopped
-        # Silent for 12 s counted from its last registration, which was at most 10 s before the stop.
-        assert 2 <= elapsed <= 12 + 1 + 5, elapsed
-    finally:
-        os.kill(broker.pid, signal.SIGCONT)
-        broker.stop()
+    elapsed = signalled_broker_leaves(java_classpath_4, expiring_namesrv, "broker-stop", signal.SIGSTOP, 40)
+    # Silent for 12 s counted from its last registration, which was at most 10 s before the stop.
+    assert 2 <= elapsed <= 12 + 1 + 5, elapsed

@@ -30,6 +30,7 @@ from rocketmq_tx.remoting import (
     RemotingTimeoutError,
     ResponseCode,
     encode_command,
+    split_address,
 )
 
 __all__ = ["BlockingConnection", "BlockingRemotingClient", "RequestHandler"]
@@ -40,13 +41,6 @@ log = logging.getLogger(__name__)
 RequestHandler = Callable[[RemotingCommand], "RemotingCommand | None"]
 
 DEFAULT_TIMEOUT = 3.0
-
-
-def _split(addr: str) -> tuple[str, int]:
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"not a host:port address: {addr!r}")
-    return host.strip("[]"), int(port)
 
 
 class BlockingConnection:
@@ -93,7 +87,7 @@ class BlockingConnection:
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
-            host, port = _split(self.addr)
+            host, port = split_address(self.addr)
             try:
                 self._sock = self._socket_factory(host, port, self.connect_timeout)
             except OSError as e:
@@ -176,9 +170,7 @@ class BlockingConnection:
     def _serve(self, request: RemotingCommand) -> None:
         handler = self.handlers.get(request.code)
         if handler is None:
-            response: RemotingCommand | None = request.make_response(
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-            )
+            response: RemotingCommand | None = request.make_unsupported_response()
         else:
             try:
                 response = handler(request)

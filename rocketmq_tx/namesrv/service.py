@@ -64,7 +64,7 @@ class NamesrvService(service.MultiService):
         endpoint_type = TCP6ServerEndpoint if ":" in host else TCP4ServerEndpoint
         endpoint = endpoint_type(reactor, settings["listenPort"], backlog=settings["serverSocketBacklog"],
                                  interface=host)
-        self.listener = ListeningService(LABEL, endpoint, listening_factory)
+        self.listener = ListeningService(LABEL, endpoint, listening_factory, reactor)
         self.listener.setServiceParent(self)
         scan = internet.TimerService(settings["scanNotActiveBrokerInterval"] / 1000.0, self._scan)
         scan.clock = clock

@@ -22,9 +22,10 @@ from rocketmq_tx.remoting import (
     OpaqueSequence,
     RemotingCommand,
     RemotingConnectError,
+    split_address,
 )
 
-__all__ = ["RemotingClient", "DEFAULT_TIMEOUT", "split_address"]
+__all__ = ["RemotingClient", "DEFAULT_TIMEOUT"]
 
 #: Java's ``mqClientApiTimeout`` default, in seconds.
 DEFAULT_TIMEOUT = 3.0
@@ -32,14 +33,6 @@ DEFAULT_TIMEOUT = 3.0
 DEFAULT_CONNECT_TIMEOUT = 3.0
 
 log = Logger()
-
-
-def split_address(addr: str) -> tuple[str, int]:
-    """``"host:port"`` (IPv6 as ``[::1]:10911`` or ``::1:10911``) to ``(host, port)``."""
-    host, sep, port = addr.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"not a host:port address: {addr!r}")
-    return host.strip("[]"), int(port)
 
 
 def _abort_if_open(proto: RemotingProtocol) -> None:

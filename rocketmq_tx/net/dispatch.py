@@ -49,13 +49,6 @@ class IRequestProcessor(Interface):
         """``True`` to answer SYSTEM_BUSY instead of processing (flow control)."""
 
 
-def _unsupported(request: RemotingCommand) -> RemotingCommand:
-    # Java's exact remark text, leading space included.
-    return request.make_response(
-        ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {request.code} not supported"
-    )
-
-
 class ProcessorTable:
     """
     Code to processor, with an optional default processor for every other code.
@@ -95,7 +88,7 @@ class ProcessorTable:
         """
         processor = self._processors.get(request.code, self.default)
         if processor is None:
-            return _unsupported(request)
+            return request.make_unsupported_response()
         if processor.reject_request():
             return request.make_response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint
+from twisted.internet.interfaces import IListeningPort, IReactorCore, IStreamServerEndpoint
 from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 
@@ -17,13 +17,16 @@ log = Logger()
 class ListeningService(Service):
     """
     Listens on *endpoint* while running and logs ``<name> listening on <host>:<port>``,
-    a line process supervisors and tests can wait for.
+    a line process supervisors and tests can wait for. Given the *reactor*, a failure to
+    listen stops it (a daemon that cannot bind exits rather than idling).
 
     :ivar port: the listening port once started, else ``None``.
     """
 
-    def __init__(self, label: str, endpoint: IStreamServerEndpoint, factory: Factory) -> None:
+    def __init__(self, label: str, endpoint: IStreamServerEndpoint, factory: Factory,
+                 reactor: IReactorCore | None = None) -> None:
         self.label = label
+        self.reactor = reactor
         self.endpoint = endpoint
         self.factory = factory
         self.port: IListeningPort | None = None
@@ -42,10 +45,9 @@ class ListeningService(Service):
 
     def _failed(self, failure):  # type: ignore[no-untyped-def]
         log.failure("{label} cannot listen", failure, label=self.label)
-        from twisted.internet import reactor
-
-        # A server that cannot bind is useless: stop instead of running half-configured.
-        reactor.callWhenRunning(reactor.stop)  # type: ignore[attr-defined]
+        if self.reactor is not None:
+            # A server that cannot bind is useless: stop instead of running half-configured.
+            self.reactor.callWhenRunning(self.reactor.stop)
         return None
 
     def stopService(self) -> Deferred | None:

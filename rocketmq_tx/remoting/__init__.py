@@ -6,7 +6,7 @@ sockets. See ``docs/wire-protocol.md``.
 """
 
 from rocketmq_tx.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, request_code, response_code
-from rocketmq_tx.remoting.command import DEFAULT_VERSION, RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand
+from rocketmq_tx.remoting.command import DEFAULT_VERSION, RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand, split_address
 from rocketmq_tx.remoting.errors import (
     FrameTooLong,
     LocalProtocolError,
@@ -49,5 +49,6 @@ __all__ = [
     "encode_command",
     "request_code",
     "response_code",
+    "split_address",
     "wire",
 ]

@@ -15,6 +15,7 @@ from rocketmq_tx.remoting.codes import LanguageCode, ResponseCode, SerializeType
 
 __all__ = [
     "RemotingCommand",
+    "split_address",
     "RPC_TYPE_RESPONSE",
     "RPC_ONEWAY",
     "DEFAULT_VERSION",
@@ -111,3 +112,18 @@ class RemotingCommand:
             body=body,
             serialize_type=self.serialize_type if serialize_type is None else serialize_type,
         )
+
+    def make_unsupported_response(self) -> RemotingCommand:
+        """REQUEST_CODE_NOT_SUPPORTED with Java's remark text (leading space included)."""
+        return self.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {self.code} not supported")
+
+
+def split_address(addr: str) -> tuple[str, int]:
+    """``"host:port"`` (IPv6 as ``[::1]:10911`` or ``::1:10911``) to ``(host, port)``.
+
+    :raises ValueError: no port.
+    """
+    host, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"not a host:port address: {addr!r}")
+    return host.strip("[]"), int(port)

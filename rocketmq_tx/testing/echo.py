@@ -75,5 +75,5 @@ def makeService(options: Options, reactor: object = None) -> service.IService:
         from twisted.internet import reactor  # imported late so twistd can choose the reactor
     factory = RemotingServerFactory(echo_table(), reactor, max_frame_length=options["max-frame-length"])
     top = service.MultiService()
-    ListeningService("rocketmq-echo", serverFromString(reactor, options["listen"]), factory).setServiceParent(top)
+    ListeningService("rocketmq-echo", serverFromString(reactor, options["listen"]), factory, reactor).setServiceParent(top)
     return top

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from rocketmq_tx.common.message import MessageExt, string_to_properties
 from rocketmq_tx.common.messagecodec import decode_batch, encode_message
 from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
-from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command
+from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command, split_address
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.headers.client import (
     GetMaxOffsetRequestHeader,
@@ -144,9 +144,8 @@ class FakeCluster:
 
     def _store(self, addr: str, topic: str, queue_id: int, msg: MessageExt) -> MessageExt:
         stored = self.messages[(self._broker_name(addr), topic, queue_id)]
-        host, _, port = addr.rpartition(":")
         msg.topic, msg.queue_id, msg.queue_offset = topic, queue_id, len(stored)
-        msg.store_host, msg.born_host = (host, int(port)), ("127.0.0.1", 50000)
+        msg.store_host, msg.born_host = split_address(addr), ("127.0.0.1", 50000)
         msg.store_timestamp = int(time.time() * 1000)
         msg.commit_log_offset = self._commit_log
         record = encode_message(msg)

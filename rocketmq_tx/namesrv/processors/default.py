@@ -78,8 +78,7 @@ class DefaultRequestProcessor:
     def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         handler = self.handlers.get(request.code)
         if handler is None:
-            return request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                         f" request type {request.code} not supported")
+            return request.make_unsupported_response()
         return handler(ctx, request)
 
     def reject_request(self) -> bool:
