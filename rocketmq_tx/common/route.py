@@ -12,6 +12,7 @@ module stays free of any JSON library.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -100,6 +101,11 @@ class DataVersion:
         data = data or {}
         state = data.get("stateVersion")
         return cls(_int(data.get("counter")), _int(data.get("timestamp")), None if state is None else _int(state))
+
+    def next_version(self, now_ms: int | None = None) -> None:
+        """Java ``nextVersion``: a new timestamp and the counter plus one."""
+        self.timestamp = int(time.time() * 1000) if now_ms is None else now_ms
+        self.counter += 1
 
     def same_as(self, other: DataVersion | None) -> bool:
         """Java's ``DataVersion.equals`` (4.9 compares counter and timestamp)."""

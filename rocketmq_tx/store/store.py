@@ -103,7 +103,8 @@ def _disk_used_ratio(path: str) -> float:
     total = st.f_blocks * st.f_frsize
     if total <= 0:
         return -1.0
-    free = st.f_bavail * st.f_frsize
+    # Java's File.getFreeSpace counts the blocks reserved for root as free (f_bfree).
+    free = st.f_bfree * st.f_frsize
     return (total - free) / total
 
 
@@ -146,6 +147,10 @@ class DefaultMessageStore:
             self.flush_commit_log, config.flush_commit_log_least_pages,
             config.flush_commit_log_thorough_interval)
         self._last_cq_thorough = 0.0
+        #: Java's MessageArrivingListener: called with (topic, queue id, new max offset,
+        #: tags code) for each entry added to a ConsumeQueue; the broker wakes long polls.
+        #: It runs under the put lock, so it must only record the event.
+        self.message_arriving_listener: Optional[Callable[[str, int, int, int], None]] = None
         self._last_physical_min_offset = 0
         self._manual_delete = 0
 
@@ -408,6 +413,9 @@ class DefaultMessageStore:
                 assert cq is not None
             cq.put_message_position_info(phys, size, tags_code, queue_offset)
             self.last_dispatch_timestamp = store_timestamp
+            listener = self.message_arriving_listener
+            if listener is not None:
+                listener(topic, queue_id, queue_offset + 1, tags_code)
         if self.config.message_index_enable:
             self.index_service.build_index(topic, phys, store_timestamp, sys_flag, keys, uniq_key, tags)
 
@@ -934,7 +942,8 @@ class DefaultMessageStore:
         hour = time.localtime(now).tm_hour
         time_up = hour in cfg.delete_hours()
         ratio = self._disk_used_ratio(cfg.store_path_commit_log)
-        space_full = ratio < 0 or ratio > cfg.disk_max_used_space_ratio / 100.0
+        # -1 (unknown, e.g. no CommitLog directory yet) is not "full", as in Java.
+        space_full = ratio > cfg.disk_max_used_space_ratio / 100.0
         clean_immediately = ratio > 0.85
         manual = self._manual_delete > 0
         deleted = 0

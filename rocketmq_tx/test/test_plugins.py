@@ -12,7 +12,7 @@ from twisted.application.service import IServiceMaker
 from twisted.plugin import IPlugin, getPlugins
 from twisted.trial.unittest import SynchronousTestCase
 
-TAPNAMES = {"rocketmq-echo", "rocketmq-namesrv"}
+TAPNAMES = {"rocketmq-echo", "rocketmq-namesrv", "rocketmq-broker", "rocketmq-standalone"}
 
 
 class PluginTests(SynchronousTestCase):

@@ -18,3 +18,17 @@ rocketmq_namesrv = ServiceMaker(
     "A RocketMQ name server (routes, broker registration, KV config), like mqnamesrv.",
     "rocketmq-namesrv",
 )
+
+rocketmq_broker = ServiceMaker(
+    "rocketmq-tx broker",
+    "rocketmq_tx.broker.tap",
+    "A RocketMQ broker (store, send, pull, consumer groups), like mqbroker.",
+    "rocketmq-broker",
+)
+
+rocketmq_standalone = ServiceMaker(
+    "rocketmq-tx name server and broker",
+    "rocketmq_tx.broker.standalone",
+    "A RocketMQ name server and broker in one process: the quickest start.",
+    "rocketmq-standalone",
+)

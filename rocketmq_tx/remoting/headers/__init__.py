@@ -4,6 +4,31 @@ Typed custom headers, one module per request family (send, pull, route, ...).
 Each class mirrors a Java ``CommandCustomHeader``; wire keys never change.
 """
 
+from rocketmq_tx.remoting.headers.admin import (
+    CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumeStatsInBrokerHeader,
+    GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumerStatusRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicConfigRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+    QueryConsumeQueueRequestHeader,
+    QueryConsumeTimeSpanRequestHeader,
+    QueryCorrectionOffsetHeader,
+    QuerySubscriptionByConsumerRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    QueryTopicsByConsumerRequestHeader,
+    ResetOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
 from rocketmq_tx.remoting.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
 from rocketmq_tx.remoting.headers.route import GetRouteInfoRequestHeader
 from rocketmq_tx.remoting.headers.send import (
@@ -13,11 +38,34 @@ from rocketmq_tx.remoting.headers.send import (
 )
 
 __all__ = [
+    "CloneGroupOffsetRequestHeader",
+    "ConsumeMessageDirectlyResultRequestHeader",
+    "CreateTopicRequestHeader",
+    "DeleteSubscriptionGroupRequestHeader",
+    "DeleteTopicRequestHeader",
+    "GetBrokerConfigResponseHeader",
+    "GetConsumeStatsInBrokerHeader",
+    "GetConsumeStatsRequestHeader",
+    "GetConsumerConnectionListRequestHeader",
+    "GetConsumerRunningInfoRequestHeader",
+    "GetConsumerStatusRequestHeader",
+    "GetProducerConnectionListRequestHeader",
     "GetRouteInfoRequestHeader",
+    "GetTopicConfigRequestHeader",
+    "GetTopicStatsInfoRequestHeader",
+    "NotifyConsumerIdsChangedRequestHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PullSysFlag",
+    "QueryConsumeQueueRequestHeader",
+    "QueryConsumeTimeSpanRequestHeader",
+    "QueryCorrectionOffsetHeader",
+    "QuerySubscriptionByConsumerRequestHeader",
+    "QueryTopicConsumeByWhoRequestHeader",
+    "QueryTopicsByConsumerRequestHeader",
+    "ResetOffsetRequestHeader",
     "SendMessageRequestHeader",
     "SendMessageRequestHeaderV2",
     "SendMessageResponseHeader",
+    "ViewBrokerStatsDataRequestHeader",
 ]

@@ -1,0 +1,1 @@
+"""The broker (Java ``rocketmq-broker``): request processors, metadata managers and periodic services."""

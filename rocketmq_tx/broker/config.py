@@ -1,0 +1,242 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_config -*-
+"""
+The broker's settings: Java's ``BrokerConfig`` and ``NettyServerConfig`` keys with their
+defaults, plus the ``MessageStoreConfig`` keys of the same ``broker.conf``, which are handed
+to :class:`rocketmq_tx.store.MessageStoreConfig` unchanged.
+
+Keys we read but do not act on (thread pools, commercial counters, DLedger) are accepted so
+that a Java ``broker.conf`` works unchanged; ``docs/operations.md`` lists which matter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from typing import Any, Mapping
+
+from rocketmq_tx.common.route import PermName
+from rocketmq_tx.config import ConfigError, Setting, Settings
+from rocketmq_tx.namesrv.config import NETTY_SERVER_CONFIG
+from rocketmq_tx.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, _snake, parse_delay_levels
+
+__all__ = ["BrokerSettings", "BROKER_CONFIG", "local_address"]
+
+
+def local_address() -> str:
+    """Java ``RemotingUtil.getLocalAddress``, simplified: the address a UDP socket to a public
+    address would leave from, else 127.0.0.1 (no packet is sent)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.254.254.254", 1))
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "")
+
+
+BROKER_CONFIG = (
+    Setting("rocketmqHome", _env("ROCKETMQ_HOME"), str),
+    Setting("namesrvAddr", _env("NAMESRV_ADDR"), str, "name servers, host:port;host:port"),
+    Setting("brokerIP1", "", str, "address published to name servers (default: this host's)"),
+    Setting("brokerIP2", "", str, "HA address (accepted; HA is not supported)"),
+    Setting("brokerName", socket.gethostname(), str),
+    Setting("brokerClusterName", "DefaultCluster", str),
+    Setting("brokerId", 0, int, "0 is the master; slaves are not supported"),
+    Setting("brokerPermission", PermName.PERM_READ | PermName.PERM_WRITE, int),
+    Setting("defaultTopicQueueNums", 8, int),
+    Setting("autoCreateTopicEnable", True, bool),
+    Setting("clusterTopicEnable", True, bool),
+    Setting("brokerTopicEnable", True, bool),
+    Setting("autoCreateSubscriptionGroup", True, bool),
+    Setting("messageStorePlugIn", "", str, "not supported: accepted and ignored"),
+    Setting("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC", str),
+    Setting("traceTopicEnable", False, bool),
+    Setting("sendMessageThreadPoolNums", 4, int),
+    Setting("putMessageFutureThreadPoolNums", 4, int),
+    Setting("pullMessageThreadPoolNums", 20, int),
+    Setting("processReplyMessageThreadPoolNums", 20, int),
+    Setting("queryMessageThreadPoolNums", 10, int),
+    Setting("adminBrokerThreadPoolNums", 16, int),
+    Setting("clientManageThreadPoolNums", 32, int),
+    Setting("consumerManageThreadPoolNums", 32, int),
+    Setting("heartbeatThreadPoolNums", 2, int),
+    Setting("endTransactionThreadPoolNums", 12, int),
+    Setting("flushConsumerOffsetInterval", 5000, int, "ms between consumerOffset.json writes"),
+    Setting("flushConsumerOffsetHistoryInterval", 60000, int),
+    Setting("rejectTransactionMessage", False, bool),
+    Setting("fetchNamesrvAddrByAddressServer", False, bool, "not supported: accepted and ignored"),
+    Setting("sendThreadPoolQueueCapacity", 10000, int),
+    Setting("putThreadPoolQueueCapacity", 10000, int),
+    Setting("pullThreadPoolQueueCapacity", 100000, int),
+    Setting("replyThreadPoolQueueCapacity", 10000, int),
+    Setting("queryThreadPoolQueueCapacity", 20000, int),
+    Setting("clientManagerThreadPoolQueueCapacity", 1000000, int),
+    Setting("consumerManagerThreadPoolQueueCapacity", 1000000, int),
+    Setting("heartbeatThreadPoolQueueCapacity", 50000, int),
+    Setting("endTransactionPoolQueueCapacity", 100000, int),
+    Setting("filterServerNums", 0, int),
+    Setting("longPollingEnable", True, bool),
+    Setting("shortPollingTimeMills", 1000, int, "how long a suspended pull waits when long polling is off"),
+    Setting("notifyConsumerIdsChangedEnable", True, bool),
+    Setting("highSpeedMode", False, bool),
+    Setting("commercialEnable", True, bool),
+    Setting("commercialTimerCount", 1, int),
+    Setting("commercialTransCount", 1, int),
+    Setting("commercialBigCount", 1, int),
+    Setting("commercialBaseCount", 1, int),
+    Setting("transferMsgByHeap", True, bool),
+    Setting("maxDelayTime", 40, int),
+    Setting("regionId", "DefaultRegion", str),
+    Setting("registerBrokerTimeoutMills", 6000, int),
+    Setting("slaveReadEnable", False, bool),
+    Setting("disableConsumeIfConsumerReadSlowly", False, bool),
+    Setting("consumerFallbehindThreshold", 16 * 1024 ** 3, int),
+    Setting("brokerFastFailureEnable", True, bool),
+    Setting("waitTimeMillsInSendQueue", 200, int),
+    Setting("waitTimeMillsInPullQueue", 5000, int),
+    Setting("waitTimeMillsInHeartbeatQueue", 31000, int),
+    Setting("waitTimeMillsInTransactionQueue", 3000, int),
+    Setting("startAcceptSendRequestTimeStamp", 0, int),
+    Setting("traceOn", True, bool),
+    Setting("enableCalcFilterBitMap", False, bool),
+    Setting("expectConsumerNumUseFilter", 32, int),
+    Setting("maxErrorRateOfBloomFilter", 20, int),
+    Setting("filterDataCleanTimeSpan", 24 * 3600 * 1000, int),
+    Setting("filterSupportRetry", False, bool),
+    Setting("enablePropertyFilter", False, bool, "SQL92 filtering is not supported"),
+    Setting("compressedRegister", False, bool, "send REGISTER_BROKER bodies compressed (4.9 form)"),
+    Setting("forceRegister", True, bool),
+    Setting("registerNameServerPeriod", 30000, int, "ms between registrations with the name servers"),
+    Setting("transactionTimeOut", 6000, int),
+    Setting("transactionCheckMax", 15, int),
+    Setting("transactionCheckInterval", 60000, int),
+    Setting("aclEnable", False, bool, "ACL is not supported yet"),
+    Setting("storeReplyMessageEnable", True, bool),
+    Setting("enableDetailStat", True, bool),
+    Setting("autoDeleteUnusedStats", False, bool),
+    Setting("isolateLogEnable", False, bool),
+    Setting("configBlackList", "configBlackList;brokerConfigPath", str,
+            "keys UPDATE_BROKER_CONFIG may not change"),
+    Setting("brokerConfigPath", "", str, "where UPDATE_BROKER_CONFIG persists (default <store>/config/broker.properties)"),
+    # rocketmq-tx
+    Setting("channelExpiredTimeout", 120000, int, "tx: ms of silence before a client is dropped"),
+    Setting("fastListenPortEnable", True, bool, "tx: also listen on listenPort - 2 (Java's VIP channel)"),
+)
+
+#: Java ``MessageStoreConfig`` keys we accept without acting on them (HA, DLedger, the
+#: transient store pool, warm-up): a Java broker.conf must not stop the start.
+IGNORED_STORE_KEYS = frozenset("""
+storePathDLedgerCommitLog readOnlyCommitLogStorePaths enableConsumeQueueExt mappedFileSizeConsumeQueueExt
+bitMapLengthConsumeQueueExt commitIntervalCommitLog useReentrantLockWhenPutMessage deleteCommitLogFilesInterval
+deleteConsumeQueueFilesInterval redeleteHangedFileInterval putMsgIndexHightWater commitCommitLogLeastPages
+flushLeastPagesWhenWarmMapedFile commitCommitLogThoroughInterval haListenPort haSendHeartbeatInterval
+haHousekeepingInterval haTransferBatchSize haMasterAddress haSlaveFallbehindMax slaveTimeout
+flushDelayOffsetInterval cleanFileForciblyEnable warmMapedFileEnable debugLockEnable diskFallRecorded
+osPageCacheBusyTimeOutMills transientStorePoolEnable transientStorePoolSize fastFailIfNoBufferInStorePool
+enableDLegerCommitLog dLegerGroup dLegerPeers dLegerSelfId preferredLeaderId isEnableBatchPush
+enableScheduleMessageStats enableLmq enableMultiDispatch maxLmqConsumeQueueNum enableScheduleAsyncDeliver
+scheduleAsyncDeliverMaxPendingLimit scheduleAsyncDeliverMaxResendNum2Blocked
+""".split())
+
+_STORE_FIELDS = {f.name: f for f in dataclasses.fields(MessageStoreConfig)}
+# Fields that are ours, not Java keys: the broker fills them in.
+_STORE_INTERNAL = {"store_host", "handle_schedule_message", "index_tags"}
+
+
+def _store_field(key: str) -> str | None:
+    name = MessageStoreConfig.ALIASES.get(key, _snake(key))
+    if name is None or name not in _STORE_FIELDS or name in _STORE_INTERNAL:
+        return None
+    return name
+
+
+def _java_key(name: str) -> str:
+    """snake_case field -> Java key (check_crc_on_recover -> checkCRCOnRecover)."""
+    head, *rest = name.split("_")
+    return head + "".join(p.upper() if p == "crc" else p.capitalize() for p in rest)
+
+
+#: NettyServerConfig keys with the broker's port (Java's BrokerStartup sets 10911).
+BROKER_NETTY_CONFIG = tuple(
+    Setting("listenPort", 10911, int, "TCP port; the fast port is this - 2") if s.key == "listenPort" else s
+    for s in NETTY_SERVER_CONFIG
+)
+
+
+class BrokerSettings(Settings):
+    """Everything ``mqbroker -c`` reads, with Java's defaults (store keys kept as text)."""
+
+    SPEC = BROKER_CONFIG + BROKER_NETTY_CONFIG
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
+        super().__init__(overrides)
+        self.store_properties: dict[str, str] = {}
+
+    def update_from_properties(self, properties: Mapping[str, str]) -> list[str]:
+        """
+        Apply broker, server and store keys; returns the unknown ones.
+
+        :raises ConfigError: a value does not parse (nothing is applied).
+        """
+        store = {k: v for k, v in properties.items() if _store_field(k) is not None}
+        ignored = {k for k in properties if k in IGNORED_STORE_KEYS}
+        rest = {k: v for k, v in properties.items() if k not in store and k not in ignored}
+        merged = {**self.store_properties, **store}
+        _check_store(merged)
+        unknown = super().update_from_properties(rest)
+        self.store_properties = merged
+        return unknown
+
+    def message_store_config(self, **overrides: Any) -> MessageStoreConfig:
+        """The store's settings from this broker.conf."""
+        return MessageStoreConfig.from_properties(self.store_properties, **overrides)
+
+    def to_properties(self) -> dict[str, str]:
+        out = super().to_properties()
+        cfg = self.message_store_config()
+        for name in sorted(_STORE_FIELDS):
+            if name in _STORE_INTERNAL:
+                continue
+            value = getattr(cfg, name)
+            if hasattr(value, "value"):
+                value = value.value
+            out[_java_key(name)] = Setting("", value).format(value)
+        return out
+
+
+def _check_store(props: Mapping[str, str]) -> None:
+    try:
+        cfg = MessageStoreConfig.from_properties(props)
+    except (ValueError, TypeError) as e:
+        bad = _first_bad(props)
+        raise ConfigError(f"{bad}: {e}" if bad else str(e)) from None
+    try:
+        parse_delay_levels(cfg.message_delay_level)
+    except ValueError as e:
+        raise ConfigError(f"messageDelayLevel: {e}") from None
+    if cfg.broker_role is BrokerRole.SLAVE:
+        raise ConfigError("brokerRole: SLAVE is not supported (no HA yet); use ASYNC_MASTER or SYNC_MASTER")
+    for name in ("mapped_file_size_commit_log", "mapped_file_size_consume_queue", "max_message_size"):
+        if getattr(cfg, name) <= 0:
+            raise ConfigError(f"{_java_key(name)}: must be positive")
+    if not 0 < cfg.disk_max_used_space_ratio <= 100:
+        raise ConfigError("diskMaxUsedSpaceRatio: must be within 1..100")
+    try:
+        cfg.delete_hours()
+    except ValueError:
+        raise ConfigError(f"deleteWhen: expected hours like 04 or 04;05, got {cfg.delete_when!r}") from None
+    assert isinstance(cfg.flush_disk_type, FlushDiskType)
+
+
+def _first_bad(props: Mapping[str, str]) -> str | None:
+    for key, value in props.items():
+        try:
+            MessageStoreConfig.from_properties({key: value})
+        except (ValueError, TypeError):
+            return key
+    return None
+

@@ -1,0 +1,233 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_processors -*-
+"""
+:class:`BrokerController`: the broker's state in one object, as processors see it (Java's
+``BrokerController`` without the listening and timers, which live in :mod:`.service`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Hashable
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from rocketmq_tx.broker.clientmanager import ConsumerManager, ProducerManager
+from rocketmq_tx.broker.config import BrokerSettings, local_address
+from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
+from rocketmq_tx.broker.longpolling import PullRequestHoldService
+from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
+from rocketmq_tx.broker.schedule import ScheduleMessageService
+from rocketmq_tx.broker.stats import BrokerStats
+from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
+from rocketmq_tx.broker.topicconfig import TopicConfigManager
+from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
+from rocketmq_tx.store.status import PutMessageStatus
+
+__all__ = ["BrokerController"]
+
+log = Logger()
+
+
+class BrokerController:
+    """
+    :param settings: the broker configuration.
+    :param reactor: time and ``callFromThread`` (a ``MemoryReactorClock`` in tests).
+    :param store: the message store (built from *settings* when not given).
+    :ivar on_topic_created: set by the service: registers with the name servers at once.
+    :ivar notify_consumer_ids_changed: set by the service: tells a group's clients.
+    """
+
+    def __init__(self, settings: BrokerSettings, reactor: Any, store: DefaultMessageStore | None = None) -> None:
+        self.settings = settings
+        self.reactor = reactor
+        if not settings["brokerIP1"]:
+            settings["brokerIP1"] = local_address()
+        if not settings["brokerIP2"]:
+            settings["brokerIP2"] = settings["brokerIP1"]
+        self.broker_addr = f"{settings['brokerIP1']}:{settings['listenPort']}"
+        if store is None:
+            store_config = settings.message_store_config(
+                store_host=(settings["brokerIP1"], settings["listenPort"]))
+            store = DefaultMessageStore(store_config, now=reactor.seconds)
+        self.store = store
+        self.store_config = store.config
+        config_dir = self.store_config.config_dir
+        self.on_topic_created: Callable[[Any], object] = lambda tc: None
+        self.notify_consumer_ids_changed: Callable[[Hashable, str], object] = lambda channel, group: None
+        self.topic_config_manager = TopicConfigManager(os.path.join(config_dir, "topics.json"), settings,
+                                                       on_created=lambda tc: self.on_topic_created(tc))
+        self.subscription_group_manager = SubscriptionGroupManager(
+            os.path.join(config_dir, "subscriptionGroup.json"), settings["autoCreateSubscriptionGroup"])
+        self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(config_dir, "consumerOffset.json"))
+        self.consumer_manager = ConsumerManager(self._consumer_ids_changed, self.now_ms,
+                                                settings["channelExpiredTimeout"])
+        self.producer_manager = ProducerManager(self.now_ms, settings["channelExpiredTimeout"])
+        self.rebalance_lock_manager = RebalanceLockManager(self.now_ms)
+        self.schedule_message_service = ScheduleMessageService(
+            store, os.path.join(config_dir, "delayOffset.json"), self.now_ms)
+        self.stats = BrokerStats(self.now_ms)
+        self.pull_request_hold_service = PullRequestHoldService(reactor, self._execute_held_pull)
+        self.execute_held_pull: Callable[[Any], Any] | None = None  # set by the pull processor
+        self.boot_timestamp = self.now_ms()
+        self._arrivals: list[tuple[str, int, int, int]] = []
+        self._arrivals_scheduled = False
+        store.message_arriving_listener = self._message_arriving
+
+    def now_ms(self) -> int:
+        return int(self.reactor.seconds() * 1000)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def load(self) -> bool:
+        """Config files, then the store (Java ``initialize``)."""
+        ok = (self.topic_config_manager.load() and self.subscription_group_manager.load()
+              and self.consumer_offset_manager.load())
+        if not ok:
+            log.error("a broker config file under {dir} is unreadable", dir=self.store_config.config_dir)
+            return False
+        if not self.store.load():
+            log.error("the message store at {dir} cannot be loaded", dir=self.store_config.store_path_root_dir)
+            return False
+        return self.schedule_message_service.load()
+
+    def start(self) -> None:
+        self.store.start()
+
+    def shutdown(self) -> None:
+        self.pull_request_hold_service.shutdown()
+        self.consumer_offset_manager.persist()
+        self.schedule_message_service.persist()
+        self.store.shutdown()
+
+    # ------------------------------------------------------------------ puts
+
+    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult | Deferred:
+        """Store one message; a Deferred when SYNC_FLUSH must wait for the disk."""
+        return self._settle(self.store.async_put_message(msg), msg.topic)
+
+    def put_messages(self, batch: MessageExtBatch) -> PutMessageResult | Deferred:
+        return self._settle(self.store.async_put_messages(batch), batch.topic)
+
+    def _settle(self, result: PutMessageResult, topic: str) -> PutMessageResult | Deferred:
+        if result.is_ok() and result.append_result is not None:
+            self.stats.put(topic, result.append_result.msg_num, result.append_result.wrote_bytes)
+        future = result.flush_future
+        if future is None:
+            return result
+        result.flush_future = None
+        d: Deferred = Deferred()
+
+        def done(f: Any) -> None:
+            try:
+                status = f.result()
+            except Exception:  # the flush thread failed: report it like a timeout
+                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            self.reactor.callFromThread(_fire, status)
+
+        def _fire(status: PutMessageStatus) -> None:
+            result.status = status
+            d.callback(result)
+
+        future.add_done_callback(done)
+        return d
+
+    def _message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
+        # Runs under the store's put lock: record only, wake the parked pulls next turn.
+        self._arrivals.append((topic, queue_id, max_offset, tags_code))
+        if not self._arrivals_scheduled:
+            self._arrivals_scheduled = True
+            self.reactor.callLater(0, self._flush_arrivals)
+
+    def _flush_arrivals(self) -> None:
+        self._arrivals_scheduled = False
+        arrivals, self._arrivals = self._arrivals, []
+        hold = self.pull_request_hold_service
+        if not hold.table:
+            return
+        for topic, queue_id, max_offset, tags_code in arrivals:
+            hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+
+    def _execute_held_pull(self, pr: Any) -> Any:
+        assert self.execute_held_pull is not None
+        return self.execute_held_pull(pr)
+
+    # ------------------------------------------------------------------ clients
+
+    def _consumer_ids_changed(self, event: str, group: str, payload: Any) -> None:
+        if event == "CHANGE" and self.settings["notifyConsumerIdsChangedEnable"]:
+            for channel in payload or ():
+                self.notify_consumer_ids_changed(channel, group)
+        elif event == "UNREGISTER":
+            # Java drops the group's filter data; there is nothing else to clean here.
+            pass
+
+    def channel_closed(self, channel: Hashable) -> None:
+        self.pull_request_hold_service.drop_channel(channel)
+        self.producer_manager.do_channel_close_event(channel)
+        self.consumer_manager.do_channel_close_event(channel)
+
+    def scan_not_active_channels(self, close: Callable[[Hashable], object]) -> None:
+        self.producer_manager.scan_not_active_channel(close)
+        self.consumer_manager.scan_not_active_channel(close)
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO's table (the keys mqadmin brokerStatus prints)."""
+        store = self.store
+        data = store.get_running_data_info()
+        now = self.now_ms()
+        info = {
+            "brokerVersionDesc": "V4_9_8",
+            "brokerVersion": "409",
+            "msgPutTotalYesterdayMorning": str(self.stats.put_total_yesterday_morning),
+            "msgPutTotalTodayMorning": str(self.stats.put_total_today_morning),
+            "msgPutTotalTodayNow": str(self.stats.put_total),
+            "msgGetTotalYesterdayMorning": str(self.stats.get_total_yesterday_morning),
+            "msgGetTotalTodayMorning": str(self.stats.get_total_today_morning),
+            "msgGetTotalTodayNow": str(self.stats.get_total),
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": str(self.settings["sendThreadPoolQueueCapacity"]),
+            "pullThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueCapacity": str(self.settings["pullThreadPoolQueueCapacity"]),
+            "queryThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueCapacity": str(self.settings["queryThreadPoolQueueCapacity"]),
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
+            "pageCacheLockTimeMills": "0",
+            "earliestMessageTimeStamp": str(store.get_earliest_message_time()),
+            "startAcceptSendRequestTimeStamp": str(self.settings["startAcceptSendRequestTimeStamp"]),
+            "putMessageEntireTimeMax": "0",
+            "putMessageTimesTotal": str(self.stats.put_total),
+            "putMessageSizeTotal": str(self.stats.put_size_total),
+            "putMessageAverageSize": str(self.stats.put_size_total / self.stats.put_total if self.stats.put_total
+                                         else 0.0),
+            "putTps": self.stats.tps_text("put"),
+            "getTransferedTps": self.stats.tps_text("get"),
+            "bootTimestamp": str(self.boot_timestamp),
+            "runtime": _runtime_text(now - self.boot_timestamp),
+            "commitLogMinOffset": str(data["commitLogMinOffset"]),
+            "commitLogMaxOffset": str(data["commitLogMaxOffset"]),
+            "commitLogDiskRatio": str(_disk_ratio(self.store_config.store_path_commit_log)),
+            "consumeQueueDiskRatio": str(_disk_ratio(self.store_config.store_path_root_dir)),
+            "remainTransientStoreBufferNumbs": "0",
+            "remainHowManyDataToFlush": str(max(0, data["commitLogMaxOffset"] - data["flushedWhere"])),
+        }
+        info.update(self.schedule_message_service.runtime_info())
+        return info
+
+
+def _runtime_text(ms: int) -> str:
+    seconds = ms // 1000
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"
+
+
+def _disk_ratio(path: str) -> float:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    return (total - st.f_bavail * st.f_frsize) / total if total else -1.0
+

@@ -1,0 +1,74 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_service -*-
+"""
+``BrokerOuterAPI``: the broker's calls to the name servers — REGISTER_BROKER to every one
+of them (in parallel, each failure logged and the others unaffected) and
+UNREGISTER_BROKER at shutdown.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from twisted.internet.defer import DeferredList, Deferred
+from twisted.logger import Logger
+
+from rocketmq_tx.common.route import DataVersion, TopicConfig
+from rocketmq_tx.net.client import RemotingClient
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.bodies import RegisterBrokerBody
+from rocketmq_tx.remoting.headers.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+
+__all__ = ["BrokerOuterAPI", "namesrv_addresses"]
+
+log = Logger()
+
+
+def namesrv_addresses(text: str) -> list[str]:
+    """``"a:9876;b:9876"`` -> ``["a:9876", "b:9876"]``."""
+    return [a.strip() for a in (text or "").split(";") if a.strip()]
+
+
+class BrokerOuterAPI:
+    def __init__(self, client: RemotingClient, timeout_ms: int = 6000) -> None:
+        self.client = client
+        self.timeout = timeout_ms / 1000.0
+
+    def register_broker_all(self, namesrvs: list[str], cluster: str, broker_addr: str, broker_name: str,
+                            broker_id: int, ha_server_addr: str, data_version: DataVersion,
+                            topics: dict[str, TopicConfig], compressed: bool = False) -> Deferred:
+        """Register with every name server; fires with ``{addr: response or failure}``."""
+        body = RegisterBrokerBody(data_version, topics).encode(compressed)
+        header = RegisterBrokerRequestHeader(broker_name, broker_addr, cluster, ha_server_addr, broker_id,
+                                             compressed, zlib.crc32(body) & 0x7FFFFFFF)
+        calls = []
+        for addr in namesrvs:
+            request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
+            d = self.client.invoke(addr, request, self.timeout)
+            d.addCallback(self._registered, addr)
+            d.addErrback(self._failed, addr, "register")
+            calls.append(d)
+        return DeferredList(calls, consumeErrors=True).addCallback(
+            lambda results: {addr: r for addr, (_, r) in zip(namesrvs, results)})
+
+    def unregister_broker_all(self, namesrvs: list[str], cluster: str, broker_addr: str, broker_name: str,
+                              broker_id: int) -> Deferred:
+        header = UnRegisterBrokerRequestHeader(broker_name, broker_addr, cluster, broker_id)
+        calls = []
+        for addr in namesrvs:
+            request = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields())
+            calls.append(self.client.invoke(addr, request, self.timeout).addErrback(self._failed, addr, "unregister"))
+        return DeferredList(calls, consumeErrors=True)
+
+    @staticmethod
+    def _registered(response: RemotingCommand, addr: str) -> Any:
+        if response.code != ResponseCode.SUCCESS:
+            log.warn("name server {addr} refused the registration: {code} {remark}", addr=addr,
+                     code=response.code, remark=response.remark)
+        return response
+
+    @staticmethod
+    def _failed(failure: Any, addr: str, what: str) -> None:
+        log.warn("cannot {what} with name server {addr}: {error}", what=what, addr=addr,
+                 error=failure.getErrorMessage())
+        return None

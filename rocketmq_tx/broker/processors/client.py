@@ -1,0 +1,88 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_processors -*-
+"""``ClientManageProcessor``: HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46)."""
+
+from __future__ import annotations
+
+from zope.interface import implementer
+
+from rocketmq_tx.broker.clientmanager import ClientChannelInfo
+from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.topicconfig import retry_topic
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.route import PermName
+from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.api import HeartbeatData, SubscriptionData
+from rocketmq_tx.remoting.headers.client import UnregisterClientRequestHeader
+
+__all__ = ["ClientManageProcessor"]
+
+_RW = PermName.PERM_READ | PermName.PERM_WRITE
+
+
+@implementer(IRequestProcessor)
+class ClientManageProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    def reject_request(self) -> bool:
+        return False
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        if request.code == RequestCode.HEART_BEAT:
+            return self.heart_beat(ctx, request)
+        if request.code == RequestCode.UNREGISTER_CLIENT:
+            return self.unregister_client(ctx, request)
+        return self.check_client_config(ctx, request)
+
+    def _client(self, ctx: IRemotingContext, client_id: str, request: RemotingCommand) -> ClientChannelInfo:
+        language = getattr(request.language, "name", str(request.language))
+        return ClientChannelInfo(ctx, client_id, language, request.version, self.controller.now_ms())
+
+    def heart_beat(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        try:
+            data = HeartbeatData.from_json(fastjson.loads(request.body))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {e}")
+        client = self._client(ctx, data.client_id, request)
+        for consumer in data.consumers:
+            sgc = c.subscription_group_manager.find_subscription_group_config(consumer.group_name)
+            notify = True
+            if sgc is not None:
+                notify = sgc.notify_consumer_ids_changed_enable
+                c.topic_config_manager.create_topic_in_send_message_back_method(
+                    retry_topic(consumer.group_name), sgc.retry_queue_nums, _RW, 0x2 if consumer.unit_mode else 0)
+            c.consumer_manager.register_consumer(consumer.group_name, client, consumer.consume_type,
+                                                 consumer.message_model, consumer.consume_from_where,
+                                                 consumer.subscriptions, notify)
+        for group in data.producer_groups:
+            c.producer_manager.register_producer(group, client)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def unregister_client(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        c = self.controller
+        header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
+        client = self._client(ctx, header.client_id, request)
+        if header.producer_group:
+            c.producer_manager.unregister_producer(header.producer_group, client)
+        if header.consumer_group:
+            sgc = c.subscription_group_manager.find_subscription_group_config(header.consumer_group)
+            notify = sgc.notify_consumer_ids_changed_enable if sgc is not None else True
+            c.consumer_manager.unregister_consumer(header.consumer_group, client, notify)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def check_client_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """CHECK_CLIENT_CONFIG: only TAG expressions are accepted (no SQL92 filtering here)."""
+        try:
+            body = fastjson.loads(request.body) if request.body else {}
+            sub = body.get("subscriptionData") or {}
+            expression_type = str(sub.get("expressionType") or "TAG")
+            if expression_type != "TAG":
+                return request.make_response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"The broker does not support consumer to filter message by {expression_type}")
+            SubscriptionData.build(str(sub.get("topic") or ""), sub.get("subString"))
+        except Exception as e:
+            return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"Parse subscription failed: {e}")
+        return request.make_response(ResponseCode.SUCCESS)

@@ -1,0 +1,305 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_processors -*-
+"""
+``SendMessageProcessor``: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE
+(320) and CONSUMER_SEND_MSG_BACK (36), with Java 4.9.8's checks, retry/DLQ routing, codes
+and remarks.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from zope.interface import implementer
+
+from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.remarks import suggest_todo
+from rocketmq_tx.broker.topicconfig import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    dlq_topic,
+    is_not_allowed_send_topic,
+    retry_topic,
+    validate_topic,
+)
+from rocketmq_tx.common.message import MessageConst, properties_to_string, string_to_properties
+from rocketmq_tx.common.route import PermName
+from rocketmq_tx.common.sysflag import MessageSysFlag
+from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.command import split_address
+from rocketmq_tx.remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
+from rocketmq_tx.remoting.headers.client import ConsumerSendMsgBackRequestHeader
+from rocketmq_tx.store import MessageExtBatch, MessageExtBrokerInner, PutMessageResult
+from rocketmq_tx.store.status import PutMessageStatus
+
+__all__ = ["SendMessageProcessor", "put_result_response"]
+
+#: ``MQVersion.Version.V3_4_9.ordinal()``: from here on the client's maxReconsumeTimes counts.
+V3_4_9 = 49
+DLQ_NUMS_PER_GROUP = 1
+_RW = PermName.PERM_READ | PermName.PERM_WRITE
+
+
+def _peer(ctx: IRemotingContext) -> tuple[str, int]:
+    try:
+        return split_address(ctx.peer)
+    except (ValueError, AttributeError):
+        return ("127.0.0.1", 0)
+
+
+def put_result_response(request: RemotingCommand, result: PutMessageResult | None, max_message_size: int
+                        ) -> tuple[int, str | None]:
+    """Java ``handlePutMessageResult``'s code and remark for a store status."""
+    if result is None:
+        return ResponseCode.SYSTEM_ERROR, "store putMessage return null"
+    status = result.status
+    if status is PutMessageStatus.PUT_OK:
+        return ResponseCode.SUCCESS, None
+    if status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
+        return ResponseCode.FLUSH_DISK_TIMEOUT, None
+    if status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT:
+        return ResponseCode.FLUSH_SLAVE_TIMEOUT, None
+    if status is PutMessageStatus.SLAVE_NOT_AVAILABLE:
+        return ResponseCode.SLAVE_NOT_AVAILABLE, None
+    if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
+        return ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+    if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+        return ResponseCode.MESSAGE_ILLEGAL, (
+            "the message is illegal, maybe msg body or properties length not matched. "
+            f"msg body length limit {max_message_size}B, msg properties length limit 32KB.")
+    if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+        return ResponseCode.SERVICE_NOT_AVAILABLE, (
+            "service not available now. It may be caused by one of the following reasons: the broker's disk is "
+            "full, messages are put to the slave, message store has been shut down, etc.")
+    if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+        return ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+    if status is PutMessageStatus.UNKNOWN_ERROR:
+        return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"
+    return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
+
+
+@implementer(IRequestProcessor)
+class SendMessageProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.settings = controller.settings
+        self.topics = controller.topic_config_manager
+        self.random = random.Random()
+
+    def reject_request(self) -> bool:
+        return False
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        code = request.code
+        if code == RequestCode.CONSUMER_SEND_MSG_BACK:
+            return self.consumer_send_msg_back(ctx, request)
+        if code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
+        else:
+            header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+            return self.send_batch_message(ctx, request, header)
+        return self.send_message(ctx, request, header)
+
+    # ------------------------------------------------------------------ checks
+
+    def _response(self, request: RemotingCommand, code: int, remark: str | None = None) -> RemotingCommand:
+        response = request.make_response(code, remark)
+        # Java sets these on every send response, failures included.
+        response.ext_fields[MessageConst.PROPERTY_MSG_REGION] = self.settings["regionId"]
+        response.ext_fields[MessageConst.PROPERTY_TRACE_SWITCH] = "true" if self.settings["traceOn"] else "false"
+        return response
+
+    def _msg_check(self, ctx: IRemotingContext, request: RemotingCommand,
+                   header: SendMessageRequestHeader) -> RemotingCommand | None:
+        """Java ``preSend`` + ``msgCheck``: an error response, or ``None`` to go on."""
+        s = self.settings
+        if s["startAcceptSendRequestTimeStamp"] > self.controller.now_ms():
+            return self._response(request, ResponseCode.SYSTEM_ERROR, "broker unable to service, until "
+                                  f"{s['startAcceptSendRequestTimeStamp']}")
+        topic = header.topic
+        if not PermName.is_writeable(s["brokerPermission"]) and self.topics.is_order_topic(topic):
+            return self._response(request, ResponseCode.NO_PERMISSION,
+                                  f"the broker[{s['brokerIP1']}] sending message is forbidden")
+        bad = validate_topic(topic)
+        if bad is not None:
+            return self._response(request, ResponseCode.SYSTEM_ERROR, bad)
+        if is_not_allowed_send_topic(topic):
+            return self._response(request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        tc = self.topics.select_topic_config(topic)
+        if tc is None:
+            sys_flag = 0
+            if header.unit_mode:
+                sys_flag = 0x2 if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else 0x1
+            tc = self.topics.create_topic_in_send_message_method(
+                topic, header.default_topic, header.default_topic_queue_nums, sys_flag)
+            if tc is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                tc = self.topics.create_topic_in_send_message_back_method(topic, 1, _RW, sys_flag)
+            if tc is None:
+                return self._response(request, ResponseCode.TOPIC_NOT_EXIST,
+                                      f"topic[{topic}] not exist, apply first please!" + suggest_todo())
+        valid = max(tc.write_queue_nums, tc.read_queue_nums)
+        if header.queue_id >= valid:
+            return self._response(request, ResponseCode.SYSTEM_ERROR,
+                                  f"request queueId[{header.queue_id}] is illegal, {tc.topic_name} "
+                                  f"Producer: {ctx.peer}")
+        if not PermName.is_writeable(tc.perm):
+            return self._response(request, ResponseCode.NO_PERMISSION,
+                                  f"the topic[{topic}] sending message is forbidden")
+        return None
+
+    def _queue_id(self, header: SendMessageRequestHeader) -> int:
+        if header.queue_id >= 0:
+            return header.queue_id
+        tc = self.topics.select_topic_config(header.topic)
+        assert tc is not None
+        return self.random.randrange(99999999) % max(tc.write_queue_nums, 1)
+
+    def _retry_and_dlq(self, request: RemotingCommand, header: SendMessageRequestHeader,
+                       msg: MessageExtBrokerInner, props: dict[str, str]) -> RemotingCommand | None:
+        """Java ``handleRetryAndDLQ``: a send to %RETRY%group past its max times goes to the DLQ."""
+        topic = msg.topic
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+            sgc = self.controller.subscription_group_manager.find_subscription_group_config(group)
+            if sgc is None:
+                return self._response(request, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                      f"subscription group not exist, {group} " + suggest_todo())
+            max_times = sgc.retry_max_times
+            if request.version >= V3_4_9 and header.max_reconsume_times is not None:
+                max_times = header.max_reconsume_times
+            if (header.reconsume_times or 0) >= max_times:
+                msg.topic = dlq_topic(group)
+                msg.queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
+                self.topics.create_topic_in_send_message_back_method(msg.topic, DLQ_NUMS_PER_GROUP, _RW)
+                props.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+        tc = self.topics.select_topic_config(msg.topic)
+        if tc is not None and tc.topic_filter_type == "MULTI_TAG":
+            msg.sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        return None
+
+    # ------------------------------------------------------------------ send
+
+    def send_message(self, ctx: IRemotingContext, request: RemotingCommand,
+                     header: SendMessageRequestHeader) -> Any:
+        error = self._msg_check(ctx, request, header)
+        if error is not None:
+            return error
+        props = string_to_properties(header.properties or "")
+        msg = MessageExtBrokerInner(
+            header.topic, request.body or b"", b"", self._queue_id(header), header.flag, header.sys_flag,
+            header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0)
+        error = self._retry_and_dlq(request, header, msg, props)
+        if error is not None:
+            return error
+        props[MessageConst.PROPERTY_CLUSTER] = self.settings["brokerClusterName"]
+        if props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+            # Transactions are not implemented yet: refuse the half message as a broker with
+            # rejectTransactionMessage does, so the producer gets a clear error.
+            return self._response(request, ResponseCode.NO_PERMISSION,
+                                  f"the broker[{self.settings['brokerIP1']}] sending transaction message is forbidden")
+        wait = props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
+        # Java drops WAIT=true from the stored string (9 bytes a message) but honours it.
+        msg.wait_store_msg_ok = wait is None or wait.lower() != "false"
+        if wait is not None and not msg.wait_store_msg_ok:
+            props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = wait
+        msg.properties = properties_to_string(props).encode()
+        msg.property_map = props
+        queue_id = msg.queue_id
+        return self._finish(request, self.controller.put_message(msg), queue_id)
+
+    def send_batch_message(self, ctx: IRemotingContext, request: RemotingCommand,
+                           header: SendMessageRequestHeader) -> Any:
+        error = self._msg_check(ctx, request, header)
+        if error is not None:
+            return error
+        if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return self._response(request, ResponseCode.MESSAGE_ILLEGAL,
+                                  f"batch request does not support retry group {header.topic}")
+        if len(header.topic) > 127:
+            return self._response(request, ResponseCode.MESSAGE_ILLEGAL,
+                                  f"message topic length too long {len(header.topic)}")
+        tc = self.topics.select_topic_config(header.topic)
+        sys_flag = header.sys_flag
+        if tc is not None and tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        props = string_to_properties(header.properties or "")
+        props[MessageConst.PROPERTY_CLUSTER] = self.settings["brokerClusterName"]
+        queue_id = self._queue_id(header)
+        batch = MessageExtBatch(header.topic, request.body or b"", properties_to_string(props).encode(), queue_id,
+                                sys_flag, header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0)
+        return self._finish(request, self.controller.put_messages(batch), queue_id)
+
+    def _finish(self, request: RemotingCommand, result: Any, queue_id: int) -> Any:
+        if hasattr(result, "addCallback"):
+            return result.addCallback(self._send_response, request, queue_id)
+        return self._send_response(result, request, queue_id)
+
+    def _send_response(self, result: PutMessageResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
+        code, remark = put_result_response(request, result, self.controller.store_config.max_message_size)
+        response = self._response(request, code, remark)
+        append = result.append_result if result is not None else None
+        if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                    ResponseCode.SLAVE_NOT_AVAILABLE) and append is not None:
+            response.ext_fields.update(SendMessageResponseHeader(append.msg_id, queue_id, append.logics_offset)
+                                       .to_ext_fields())
+        return response
+
+    # ------------------------------------------------------------------ send back
+
+    def consumer_send_msg_back(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        s = self.settings
+        sgc = self.controller.subscription_group_manager.find_subscription_group_config(header.group)
+        if sgc is None:
+            return request.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                         f"subscription group not exist, {header.group} " + suggest_todo())
+        if not PermName.is_writeable(s["brokerPermission"]):
+            return request.make_response(ResponseCode.NO_PERMISSION,
+                                         f"the broker[{s['brokerIP1']}] sending message is forbidden")
+        if sgc.retry_queue_nums <= 0:
+            return request.make_response(ResponseCode.SUCCESS)
+        new_topic = retry_topic(header.group)
+        queue_id = self.random.randrange(99999999) % sgc.retry_queue_nums
+        tc = self.topics.create_topic_in_send_message_back_method(new_topic, sgc.retry_queue_nums, _RW,
+                                                                  0x2 if header.unit_mode else 0)
+        if not PermName.is_writeable(tc.perm):
+            return request.make_response(ResponseCode.NO_PERMISSION,
+                                         f"the topic[{new_topic}] sending message is forbidden")
+        ext = self.controller.store.look_message_by_offset(header.offset)
+        if ext is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
+        props = dict(ext.properties)
+        if MessageConst.PROPERTY_RETRY_TOPIC not in props:
+            props[MessageConst.PROPERTY_RETRY_TOPIC] = ext.topic
+        props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        delay_level = header.delay_level
+        max_times = sgc.retry_max_times
+        if request.version >= V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if ext.reconsume_times >= max_times or delay_level < 0:
+            new_topic = dlq_topic(header.group)
+            queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
+            self.topics.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, _RW)
+            props.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+        else:
+            if delay_level == 0:
+                delay_level = 3 + ext.reconsume_times
+            props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
+        if not props.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID):
+            props[MessageConst.PROPERTY_ORIGIN_MESSAGE_ID] = ext.offset_msg_id
+        msg = MessageExtBrokerInner(
+            new_topic, ext.body, properties_to_string(props).encode(), queue_id, ext.flag, ext.sys_flag,
+            ext.born_timestamp, ext.born_host, ext.store_host, ext.reconsume_times + 1, property_map=props,
+            wait_store_msg_ok=False)
+        result = self.controller.put_message(msg)
+        if hasattr(result, "addCallback"):
+            return result.addCallback(self._send_back_response, request)
+        return self._send_back_response(result, request)
+
+    @staticmethod
+    def _send_back_response(result: PutMessageResult, request: RemotingCommand) -> RemotingCommand:
+        if result is not None and result.status is PutMessageStatus.PUT_OK:
+            return request.make_response(ResponseCode.SUCCESS)
+        return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                     result.status.name if result is not None else "UNKNOWN_ERROR")

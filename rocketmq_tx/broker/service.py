@@ -1,0 +1,214 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_service -*-
+"""
+The broker as a Twisted service tree: the listening ports (main and fast), registration
+with the name servers, the periodic work (offset persistence, delay-level delivery, idle
+client scan, file clean-up) and the store's flush threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Hashable
+
+from twisted.application import internet, service
+from twisted.internet import defer
+from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
+from twisted.logger import Logger
+
+from rocketmq_tx.broker.config import BrokerSettings
+from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.outerapi import BrokerOuterAPI, namesrv_addresses
+from rocketmq_tx.broker.processors import processor_table
+from rocketmq_tx.net.client import RemotingClient
+from rocketmq_tx.net.protocol import RemotingProtocol
+from rocketmq_tx.net.server import RemotingServerFactory
+from rocketmq_tx.net.service import ListeningService
+from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
+from rocketmq_tx.remoting import RemotingCommand, RequestCode
+from rocketmq_tx.remoting.headers.admin import NotifyConsumerIdsChangedRequestHeader
+from rocketmq_tx.store import StoreDriver
+from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
+
+__all__ = ["BrokerService", "LABEL", "FAST_LABEL"]
+
+#: What the listening lines say: ``rocketmq-broker listening on <host>:<port>``.
+LABEL = "rocketmq-broker"
+FAST_LABEL = "rocketmq-broker-fast"
+
+log = Logger()
+
+
+def _timer(interval_s: float, fn: Any, clock: Any, parent: service.MultiService, now: bool = True) -> None:
+    # TimerService runs at once when started; *now* False waits one interval, as Java's
+    # scheduled tasks with an initial delay do.
+    timer = internet.TimerService(interval_s, fn if now else _skip_first(fn))
+    timer.clock = clock
+    timer.setServiceParent(parent)
+
+
+def _skip_first(fn: Any) -> Any:
+    state = {"first": True}
+
+    def call() -> Any:
+        if state["first"]:
+            state["first"] = False
+            return None
+        return fn()
+    return call
+
+
+class BrokerService(service.MultiService):
+    """
+    :param settings: the configuration (Java's broker.conf keys).
+    :param reactor: TCP, time and threads.
+    :param tls: the ``tls.*`` settings (``tls.server.mode`` disabled when ``None``); the
+        registration with name servers uses TLS when ``tls.enable`` is set.
+    :param drive_store: run the store's flush threads (tests drive the store themselves).
+    """
+
+    def __init__(self, settings: BrokerSettings, reactor: Any, tls: TlsSettings | None = None,
+                 tls_context: ReloadableServerTLS | None = None, drive_store: bool = True) -> None:
+        super().__init__()
+        self.settings = settings
+        self.reactor = reactor
+        self.controller = c = BrokerController(settings, reactor)
+        c.on_topic_created = lambda tc: self.schedule_register()
+        c.notify_consumer_ids_changed = self._notify_consumer_ids_changed
+        tls = tls or TlsSettings({"tls.server.mode": TlsMode.DISABLED})
+        if tls.mode != TlsMode.DISABLED and tls_context is None:
+            tls_context = ReloadableServerTLS(tls)
+        if tls_context is not None and not tls["tls.test.mode.enable"]:
+            _timer(tls["tls.watch.interval"] / 1000.0, tls_context.check, reactor, self)
+        self.factories = []
+        ports = [(LABEL, settings["listenPort"], False)]
+        if settings["fastListenPortEnable"] and settings["listenPort"] > 2:
+            ports.append((FAST_LABEL, settings["listenPort"] - 2, True))
+        host = settings["bindAddress"]
+        for label, port, fast in ports:
+            factory = RemotingServerFactory(processor_table(c, fast=fast), reactor,
+                                            idle_timeout=settings["serverChannelMaxIdleTimeSeconds"] or None,
+                                            on_connection_lost=self._connection_lost)
+            self.factories.append(factory)
+            endpoint_type = TCP6ServerEndpoint if ":" in host else TCP4ServerEndpoint
+            endpoint = endpoint_type(reactor, port, backlog=settings["serverSocketBacklog"], interface=host)
+            listener = ListeningService(label, endpoint, TlsModeFactory(factory, tls.mode, tls_context, reactor),
+                                        reactor)
+            listener.setServiceParent(self)
+            if not fast:
+                self.listener = listener
+        client_tls = tls if tls["tls.enable"] else None
+        self.namesrv_client = RemotingClient(reactor, tls=client_tls)
+        self.outer_api = BrokerOuterAPI(self.namesrv_client, settings["registerBrokerTimeoutMills"])
+        self.driver = StoreDriver(c.store, clean=False) if drive_store else None
+        self._register_pending = False
+        _timer(settings["registerNameServerPeriod"] / 1000.0, self.register_broker_all, reactor, self, now=False)
+        _timer(settings["flushConsumerOffsetInterval"] / 1000.0, c.consumer_offset_manager.persist, reactor, self,
+               now=False)
+        _timer(0.1, self._deliver_delayed, reactor, self)
+        _timer(10.0, c.schedule_message_service.persist, reactor, self, now=False)
+        _timer(10.0, self._scan_channels, reactor, self, now=False)
+        _timer(c.store_config.clean_resource_interval / 1000.0, self._clean, reactor, self, now=False)
+
+    @property
+    def namesrvs(self) -> list[str]:
+        return namesrv_addresses(self.settings["namesrvAddr"])
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def startService(self) -> None:
+        c = self.controller
+        if not c.load():
+            raise RuntimeError("the broker cannot load its store or config files; see the log above")
+        c.start()
+        if self.driver is not None:
+            self.driver.start()
+        super().startService()
+        log.info("broker {name} ({addr}) of cluster {cluster} started, name servers {ns}",
+                 name=self.settings["brokerName"], addr=c.broker_addr, cluster=self.settings["brokerClusterName"],
+                 ns=self.settings["namesrvAddr"] or "(none)")
+        self.register_broker_all()
+
+    @defer.inlineCallbacks
+    def stopService(self) -> Any:
+        c = self.controller
+        if self.namesrvs:
+            try:
+                yield self.outer_api.unregister_broker_all(
+                    self.namesrvs, self.settings["brokerClusterName"], c.broker_addr, self.settings["brokerName"],
+                    self.settings["brokerId"])
+            except Exception:
+                log.failure("unregister failed")
+        yield defer.maybeDeferred(super().stopService)
+        for factory in self.factories:
+            for proto in list(factory.connections):
+                proto.transport.loseConnection()
+        yield self.namesrv_client.close(0.5)
+        if self.driver is not None:
+            self.driver.stop()
+        c.shutdown()
+        log.info("broker {name} stopped; store flushed", name=self.settings["brokerName"])
+
+    # ------------------------------------------------------------------ name servers
+
+    def schedule_register(self) -> None:
+        """A topic changed: register soon (coalescing bursts of creations)."""
+        if not self._register_pending and self.running:
+            self._register_pending = True
+            self.reactor.callLater(0, self.register_broker_all)
+
+    def register_broker_all(self) -> Any:
+        self._register_pending = False
+        namesrvs = self.namesrvs
+        if not namesrvs:
+            return None
+        c = self.controller
+        tcm = c.topic_config_manager
+        topics = tcm.topic_config_table
+        perm = self.settings["brokerPermission"]
+        if perm != 6:
+            # Java masks every topic's permission with the broker's when it is not RW.
+            topics = {name: dataclasses.replace(tc, perm=tc.perm & perm) for name, tc in topics.items()}
+        return self.outer_api.register_broker_all(
+            namesrvs, self.settings["brokerClusterName"], c.broker_addr, self.settings["brokerName"],
+            self.settings["brokerId"], f"{self.settings['brokerIP2']}:{self.settings['listenPort'] + 1}",
+            tcm.data_version, dict(topics), self.settings["compressedRegister"])
+
+    # ------------------------------------------------------------------ periodic work
+
+    def _deliver_delayed(self) -> None:
+        if self.controller.store.shutdown_flag:
+            return
+        try:
+            self.controller.schedule_message_service.deliver_due()
+        except Exception:
+            log.failure("delay-level delivery failed")
+
+    def _scan_channels(self) -> None:
+        self.controller.scan_not_active_channels(self._close_channel)
+
+    def _clean(self) -> None:
+        try:
+            self.controller.store.delete_expired()
+        except Exception:
+            log.failure("store clean-up failed")
+
+    # ------------------------------------------------------------------ clients
+
+    @staticmethod
+    def _close_channel(channel: Hashable) -> None:
+        transport = getattr(channel, "transport", None)
+        if transport is not None:
+            transport.loseConnection()
+
+    def _connection_lost(self, proto: RemotingProtocol) -> None:
+        self.controller.channel_closed(proto)
+
+    def _notify_consumer_ids_changed(self, channel: Hashable, group: str) -> None:
+        if not isinstance(channel, RemotingProtocol) or not channel.connected:
+            return
+        request = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                          NotifyConsumerIdsChangedRequestHeader(group).to_ext_fields())
+        try:
+            channel.send_oneway(request)
+        except Exception as e:
+            log.info("cannot notify {peer} of group {group} changes: {error}", peer=channel.peer, group=group, error=e)

@@ -1,0 +1,119 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_processors -*-
+"""
+``BrokerStats``: the counters behind GET_BROKER_RUNTIME_INFO, VIEW_BROKER_STATS_DATA and
+the consume TPS of GET_CONSUME_STATS (Java's ``BrokerStatsManager``, reduced to totals and
+per-key rates over the last minute, hour and day).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Callable
+
+__all__ = ["BrokerStats", "StatsItem"]
+
+TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+GROUP_GET_NUMS = "GROUP_GET_NUMS"
+GROUP_GET_SIZE = "GROUP_GET_SIZE"
+BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+BROKER_GET_NUMS = "BROKER_GET_NUMS"
+
+
+class StatsItem:
+    """A counter with one-second buckets for the last day (sums and TPS by window)."""
+
+    __slots__ = ("total", "times", "_buckets")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.times = 0
+        self._buckets: collections.OrderedDict[int, list[int]] = collections.OrderedDict()
+
+    def add(self, second: int, value: int, times: int = 1) -> None:
+        self.total += value
+        self.times += times
+        bucket = self._buckets.get(second)
+        if bucket is None:
+            bucket = self._buckets[second] = [0, 0]
+            while self._buckets and next(iter(self._buckets)) < second - 86400:
+                self._buckets.popitem(last=False)
+        bucket[0] += value
+        bucket[1] += times
+
+    def window(self, now_second: int, seconds: int) -> tuple[int, int]:
+        """(sum, times) over the last *seconds*."""
+        total = times = 0
+        for second, (value, n) in reversed(self._buckets.items()):
+            if second <= now_second - seconds:
+                break
+            total += value
+            times += n
+        return total, times
+
+    def snapshot(self, now_second: int, seconds: int) -> dict:
+        """Java ``BrokerStatsItem``: sum, tps and average per time (``avgpt``)."""
+        total, times = self.window(now_second, seconds)
+        return {"avgpt": (total / times) if times else 0.0, "sum": total, "tps": total / seconds}
+
+
+class BrokerStats:
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self.now_ms = now_ms
+        self.items: dict[str, dict[str, StatsItem]] = collections.defaultdict(dict)
+        self.put_total = 0
+        self.put_size_total = 0
+        self.get_total = 0
+        self.put_total_yesterday_morning = 0
+        self.put_total_today_morning = 0
+        self.get_total_yesterday_morning = 0
+        self.get_total_today_morning = 0
+
+    def _item(self, name: str, key: str) -> StatsItem:
+        table = self.items[name]
+        item = table.get(key)
+        if item is None:
+            item = table[key] = StatsItem()
+        return item
+
+    def put(self, topic: str, nums: int, size: int) -> None:
+        second = self.now_ms() // 1000
+        self.put_total += nums
+        self.put_size_total += size
+        self._item(TOPIC_PUT_NUMS, topic).add(second, nums)
+        self._item(TOPIC_PUT_SIZE, topic).add(second, size)
+        self._item(BROKER_PUT_NUMS, "").add(second, nums)
+
+    def get(self, group: str, topic: str, nums: int, size: int) -> None:
+        second = self.now_ms() // 1000
+        self.get_total += nums
+        key = f"{topic}@{group}"
+        self._item(GROUP_GET_NUMS, key).add(second, nums)
+        self._item(GROUP_GET_SIZE, key).add(second, size)
+        self._item(BROKER_GET_NUMS, "").add(second, nums)
+
+    def find(self, name: str, key: str) -> StatsItem | None:
+        return self.items.get(name, {}).get(key)
+
+    def tps_text(self, kind: str) -> str:
+        """``"tps1m tps10m tps1h"`` like Java's runtime info (put or get)."""
+        item = self.find(BROKER_PUT_NUMS if kind == "put" else BROKER_GET_NUMS, "")
+        if item is None:
+            return "0.0 0.0 0.0"
+        now = self.now_ms() // 1000
+        return " ".join(f"{item.window(now, w)[0] / w:.2f}" for w in (60, 600, 3600))
+
+    def consume_tps(self, group: str, topic: str) -> float:
+        item = self.find(GROUP_GET_NUMS, f"{topic}@{group}")
+        if item is None:
+            return 0.0
+        return item.window(self.now_ms() // 1000, 60)[0] / 60
+
+    def stats_data(self, name: str, key: str) -> dict | None:
+        """VIEW_BROKER_STATS_DATA body: statsMinute / statsHour / statsDay."""
+        item = self.find(name, key)
+        if item is None:
+            return None
+        now = self.now_ms() // 1000
+        return {"statsDay": item.snapshot(now, 86400), "statsHour": item.snapshot(now, 3600),
+                "statsMinute": item.snapshot(now, 60)}

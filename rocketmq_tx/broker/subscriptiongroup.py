@@ -1,0 +1,87 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_managers -*-
+"""
+``SubscriptionGroupManager``: consumer-group settings (``config/subscriptionGroup.json``),
+created on first use when ``autoCreateSubscriptionGroup`` (and always for system groups).
+"""
+
+from __future__ import annotations
+
+from rocketmq_tx.common.route import DataVersion
+from rocketmq_tx.common.subscription import SubscriptionGroupConfig
+from rocketmq_tx.store.configfile import ConfigFile
+
+__all__ = ["SubscriptionGroupManager", "is_sys_consumer_group"]
+
+CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
+# Java's SubscriptionGroupManager.init: groups every broker has; the ONS ones broadcast.
+_BUILT_IN = (
+    ("TOOLS_CONSUMER", False), ("FILTERSRV_CONSUMER", False), ("SELF_TEST_C_GROUP", False),
+    ("CID_ONS-HTTP-PROXY", True), ("CID_ONSAPI_PULL", True), ("CID_ONSAPI_PERMISSION", True),
+    ("CID_ONSAPI_OWNER", True),
+)
+
+
+def is_sys_consumer_group(group: str) -> bool:
+    return group.startswith(CID_RMQ_SYS_PREFIX)
+
+
+class SubscriptionGroupManager:
+    """:param path: ``<storePathRootDir>/config/subscriptionGroup.json``."""
+
+    def __init__(self, path: str, auto_create: bool = True) -> None:
+        self.file = ConfigFile(path)
+        self.auto_create = auto_create
+        self.data_version = DataVersion()
+        self.data_version.next_version()
+        self.data_version.counter = 0
+        self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {}
+        for name, broadcast in _BUILT_IN:
+            self.subscription_group_table[name] = SubscriptionGroupConfig(name, consume_broadcast_enable=broadcast)
+
+    def load(self) -> bool:
+        data = self.file.load()
+        if data is None:
+            return True
+        try:
+            for name, value in dict(data.get("subscriptionGroupTable") or {}).items():
+                self.subscription_group_table[str(name)] = SubscriptionGroupConfig.from_json(value)
+            if data.get("dataVersion"):
+                self.data_version = DataVersion.from_json(data["dataVersion"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False
+        return True
+
+    def encode(self) -> dict:
+        """``SubscriptionGroupWrapper``: subscriptionGroup.json and GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""
+        return {"dataVersion": self.data_version.to_json(),
+                "subscriptionGroupTable": {k: v.to_json() for k, v in self.subscription_group_table.items()}}
+
+    def persist(self) -> bool:
+        return self.file.persist(self.encode())
+
+    def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's settings, created with defaults if allowed (Java's auto-create rule)."""
+        config = self.subscription_group_table.get(group)
+        if config is None and (self.auto_create or is_sys_consumer_group(group)):
+            config = self.subscription_group_table[group] = SubscriptionGroupConfig(group)
+            self.data_version.next_version()
+            self.persist()
+        return config
+
+    def update_subscription_group_config(self, config: SubscriptionGroupConfig) -> None:
+        self.subscription_group_table[config.group_name] = config
+        self.data_version.next_version()
+        self.persist()
+
+    def disable_consume(self, group: str) -> None:
+        config = self.subscription_group_table.get(group)
+        if config is not None:
+            config.consume_enable = False
+            self.data_version.next_version()
+
+    def delete_subscription_group_config(self, group: str) -> bool:
+        if self.subscription_group_table.pop(group, None) is None:
+            return False
+        self.data_version.next_version()
+        self.persist()
+        return True

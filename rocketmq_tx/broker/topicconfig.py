@@ -1,0 +1,220 @@
+# -*- test-case-name: rocketmq_tx.broker.test.test_managers -*-
+"""
+``TopicConfigManager``: the broker's topics (``config/topics.json``), its system topics,
+auto-creation through ``TBW102`` and the DataVersion the name servers compare; plus Java's
+``TopicValidator`` rules for names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, Iterable
+
+from rocketmq_tx.common.route import DataVersion, PermName, TopicConfig
+from rocketmq_tx.store.configfile import ConfigFile
+
+__all__ = [
+    "TopicConfigManager",
+    "AUTO_CREATE_TOPIC_KEY_TOPIC",
+    "SCHEDULE_TOPIC",
+    "RETRY_GROUP_TOPIC_PREFIX",
+    "DLQ_GROUP_TOPIC_PREFIX",
+    "validate_topic",
+    "is_system_topic",
+    "is_not_allowed_send_topic",
+    "retry_topic",
+    "dlq_topic",
+]
+
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+SCHEDULE_TOPIC_QUEUE_NUM = 18
+BENCHMARK_TOPIC = "BenchmarkTest"
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+TOPIC_MAX_LENGTH = 127
+
+_BASE_SYSTEM_TOPICS = frozenset({
+    AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC, TRACE_TOPIC,
+    TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT,
+})
+_NOT_ALLOWED_SEND = frozenset({
+    SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC,
+    OFFSET_MOVED_EVENT,
+})
+_LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def validate_topic(topic: str | None) -> str | None:
+    """Java ``TopicValidator.validateTopic``: ``None`` if fine, else the remark (SYSTEM_ERROR)."""
+    if topic is None or not topic.strip():
+        return "The specified topic is blank."
+    if not _LEGAL.fullmatch(topic):
+        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return "The specified topic is longer than topic max length."
+    return None
+
+
+def is_not_allowed_send_topic(topic: str) -> bool:
+    return topic in _NOT_ALLOWED_SEND
+
+
+def is_system_topic(topic: str, extra: Iterable[str] = ()) -> bool:
+    return topic in _BASE_SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX) or topic in extra
+
+
+class TopicConfigManager:
+    """
+    :param path: ``<storePathRootDir>/config/topics.json``.
+    :param settings: the broker settings (for the system topics).
+    :param on_created: called after a topic is created by a send, so the broker registers
+        with the name servers at once (Java ``registerBrokerAll``).
+    """
+
+    def __init__(self, path: str, settings, on_created: Callable[[TopicConfig], object] | None = None) -> None:
+        self.file = ConfigFile(path)
+        self.settings = settings
+        self.on_created = on_created
+        self.data_version = DataVersion()
+        self.data_version.next_version()
+        self.data_version.counter = 0
+        self.topic_config_table: dict[str, TopicConfig] = {}
+        self.system_topics: set[str] = set(_BASE_SYSTEM_TOPICS)
+        self._add_system_topics()
+
+    def _system(self, name: str, queues: int = 16, perm: int = PermName.PERM_READ | PermName.PERM_WRITE) -> None:
+        self.system_topics.add(name)
+        self.topic_config_table[name] = TopicConfig(name, queues, queues, perm)
+
+    def _add_system_topics(self) -> None:
+        s = self.settings
+        rw = PermName.PERM_READ | PermName.PERM_WRITE
+        self._system(SELF_TEST_TOPIC, 1)
+        if s["autoCreateTopicEnable"]:
+            self._system(AUTO_CREATE_TOPIC_KEY_TOPIC, s["defaultTopicQueueNums"], PermName.PERM_INHERIT | rw)
+        self._system(BENCHMARK_TOPIC, 1024)
+        self._system(s["brokerClusterName"], 16,
+                     PermName.PERM_INHERIT | (rw if s["clusterTopicEnable"] else 0))
+        self._system(s["brokerName"], 1, PermName.PERM_INHERIT | (rw if s["brokerTopicEnable"] else 0))
+        self._system(OFFSET_MOVED_EVENT, 1)
+        self._system(SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM)
+        if s["traceTopicEnable"]:
+            self._system(s["msgTraceTopicName"], 1)
+        self._system(f"{s['brokerClusterName']}_{REPLY_TOPIC_POSTFIX}", 1)
+
+    # ------------------------------------------------------------------ persistence
+
+    def load(self) -> bool:
+        data = self.file.load()
+        if data is None:
+            return True
+        try:
+            for name, value in dict(data.get("topicConfigTable") or {}).items():
+                self.topic_config_table[str(name)] = TopicConfig.from_json(value)
+            if data.get("dataVersion"):
+                self.data_version = DataVersion.from_json(data["dataVersion"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False
+        return True
+
+    def encode(self) -> dict:
+        """``TopicConfigSerializeWrapper``: what topics.json and GET_ALL_TOPIC_CONFIG hold."""
+        return {"dataVersion": self.data_version.to_json(),
+                "topicConfigTable": {name: tc.to_json() for name, tc in self.topic_config_table.items()}}
+
+    def persist(self) -> bool:
+        return self.file.persist(self.encode())
+
+    # ------------------------------------------------------------------ queries
+
+    def select_topic_config(self, topic: str) -> TopicConfig | None:
+        return self.topic_config_table.get(topic)
+
+    def is_order_topic(self, topic: str) -> bool:
+        tc = self.topic_config_table.get(topic)
+        return tc is not None and tc.order
+
+    def is_system_topic(self, topic: str) -> bool:
+        return is_system_topic(topic, self.system_topics)
+
+    # ------------------------------------------------------------------ changes
+
+    def _created(self, tc: TopicConfig) -> TopicConfig:
+        self.topic_config_table[tc.topic_name] = tc
+        self.data_version.next_version()
+        self.persist()
+        if self.on_created is not None:
+            self.on_created(tc)
+        return tc
+
+    def create_topic_in_send_message_method(self, topic: str, default_topic: str, client_default_queue_nums: int,
+                                            topic_sys_flag: int = 0) -> TopicConfig | None:
+        """A send to a missing topic: create it from *default_topic* if that one is inheritable."""
+        tc = self.topic_config_table.get(topic)
+        if tc is not None:
+            return tc
+        default = self.topic_config_table.get(default_topic)
+        if default is None:
+            return None
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self.settings["autoCreateTopicEnable"]:
+            default.perm = PermName.PERM_READ | PermName.PERM_WRITE
+        if not PermName.is_inherited(default.perm):
+            return None
+        queues = max(0, min(client_default_queue_nums, default.write_queue_nums))
+        return self._created(TopicConfig(topic, queues, queues, default.perm & ~PermName.PERM_INHERIT,
+                                         default.topic_filter_type, topic_sys_flag))
+
+    def create_topic_in_send_message_back_method(self, topic: str, queue_nums: int, perm: int,
+                                                 topic_sys_flag: int = 0) -> TopicConfig:
+        """Retry and DLQ topics are created on first use whatever ``autoCreateTopicEnable`` says."""
+        tc = self.topic_config_table.get(topic)
+        if tc is not None:
+            return tc
+        return self._created(TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag))
+
+    def update_topic_config(self, tc: TopicConfig) -> None:
+        """UPDATE_AND_CREATE_TOPIC."""
+        self.topic_config_table[tc.topic_name] = tc
+        self.data_version.next_version()
+        self.persist()
+
+    def delete_topic_config(self, topic: str) -> bool:
+        if self.topic_config_table.pop(topic, None) is None:
+            return False
+        self.data_version.next_version()
+        self.persist()
+        return True
+
+    def update_order_topic_config(self, order_topics: dict[str, str]) -> None:
+        """Mark topics listed in the name server's ORDER_TOPIC_CONFIG namespace as ordered."""
+        changed = False
+        for name, tc in self.topic_config_table.items():
+            order = name in order_topics
+            if tc.order != order:
+                tc.order = order
+                changed = True
+        if changed:
+            self.data_version.next_version()
+            self.persist()
+
+
+def default_path(store_root: str) -> str:
+    return os.path.join(store_root, "config", "topics.json")
