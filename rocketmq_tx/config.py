@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Iterable, Mapping
 
 import javaproperties
 
-__all__ = ["ConfigError", "Setting", "Settings", "read_properties_file", "read_properties_text"]
+__all__ = ["ConfigError", "Setting", "Settings", "NETTY_SERVER_CONFIG", "read_properties_file", "read_properties_text"]
 
 
 class ConfigError(ValueError):
@@ -132,3 +132,26 @@ class Settings:
     def to_properties(self) -> dict[str, str]:
         """Every key with its current value as text (what ``-p`` prints)."""
         return {key: self._spec[key].format(value) for key, value in self._values.items()}
+
+
+#: Java's ``NettyServerConfig`` keys, shared by the name server and the broker.
+NETTY_SERVER_CONFIG = (
+    Setting("listenPort", 9876, int, "TCP port (0: any free port)"),
+    Setting("bindAddress", "0.0.0.0", str, "interface to bind (5.x key)"),
+    Setting("serverWorkerThreads", 8, int),
+    Setting("serverCallbackExecutorThreads", 0, int),
+    Setting("serverSelectorThreads", 3, int),
+    Setting("serverOnewaySemaphoreValue", 256, int),
+    Setting("serverAsyncSemaphoreValue", 64, int),
+    Setting("serverChannelMaxIdleTimeSeconds", 120, int, "idle connections are closed after this"),
+    Setting("serverSocketSndBufSize", 0, int),
+    Setting("serverSocketRcvBufSize", 0, int),
+    Setting("writeBufferHighWaterMark", 0, int),
+    Setting("writeBufferLowWaterMark", 0, int),
+    Setting("serverSocketBacklog", 1024, int),
+    Setting("serverNettyWorkerGroupEnable", True, bool),
+    Setting("serverPooledByteBufAllocatorEnable", True, bool),
+    Setting("useEpollNativeSelector", False, bool),
+    Setting("enableShutdownGracefully", False, bool),
+    Setting("shutdownWaitTimeSeconds", 30, int),
+)

@@ -16,8 +16,7 @@ import socket
 from typing import Any, Mapping
 
 from rocketmq_tx.common.route import PermName
-from rocketmq_tx.config import ConfigError, Setting, Settings
-from rocketmq_tx.namesrv.config import NETTY_SERVER_CONFIG
+from rocketmq_tx.config import NETTY_SERVER_CONFIG, ConfigError, Setting, Settings
 from rocketmq_tx.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, _snake, parse_delay_levels
 
 __all__ = ["BrokerSettings", "BROKER_CONFIG", "local_address"]

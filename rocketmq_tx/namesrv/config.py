@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rocketmq_tx.config import Setting, Settings
+from rocketmq_tx.config import NETTY_SERVER_CONFIG, Setting, Settings
 
 __all__ = ["NamesrvSettings", "NAMESRV_CONFIG", "NETTY_SERVER_CONFIG"]
 
@@ -50,26 +50,6 @@ NAMESRV_CONFIG = (
     Setting("brokerChannelExpiredTime", 120 * 1000, int, "tx: ms of silence before a broker is dropped"),
 )
 
-NETTY_SERVER_CONFIG = (
-    Setting("listenPort", 9876, int, "TCP port (0: any free port)"),
-    Setting("bindAddress", "0.0.0.0", str, "interface to bind (5.x key)"),
-    Setting("serverWorkerThreads", 8, int),
-    Setting("serverCallbackExecutorThreads", 0, int),
-    Setting("serverSelectorThreads", 3, int),
-    Setting("serverOnewaySemaphoreValue", 256, int),
-    Setting("serverAsyncSemaphoreValue", 64, int),
-    Setting("serverChannelMaxIdleTimeSeconds", 120, int, "idle connections are closed after this"),
-    Setting("serverSocketSndBufSize", 0, int),
-    Setting("serverSocketRcvBufSize", 0, int),
-    Setting("writeBufferHighWaterMark", 0, int),
-    Setting("writeBufferLowWaterMark", 0, int),
-    Setting("serverSocketBacklog", 1024, int),
-    Setting("serverNettyWorkerGroupEnable", True, bool),
-    Setting("serverPooledByteBufAllocatorEnable", True, bool),
-    Setting("useEpollNativeSelector", False, bool),
-    Setting("enableShutdownGracefully", False, bool),
-    Setting("shutdownWaitTimeSeconds", 30, int),
-)
 
 
 class NamesrvSettings(Settings):
