@@ -33,6 +33,8 @@ class TxProcess:
         self._cond = threading.Condition()
         threading.Thread(target=self._pump, daemon=True).start()
         self.port: Optional[int] = None
+        #: rocketmq-standalone only: the in-process name server's port
+        self.namesrv_port: Optional[int] = None
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -90,7 +92,13 @@ def start_twistd(plugin: str, args: Sequence[str], label: Optional[str] = None) 
     log_path = WORK / f"{label}-{os.getpid()}-{time.monotonic_ns()}.log"
     proc = TxProcess([twistd(), "-n", "--pidfile=", plugin, *args], log_path)
     try:
-        m = proc.wait_for(rf"{re.escape(plugin)} listening on [^:]+:(\d+)")
+        if plugin == "rocketmq-standalone":
+            # Two servers in one process: the name server listens first, then the broker.
+            ns = proc.wait_for(r"rocketmq-namesrv listening on [^:]+:(\d+)")
+            proc.namesrv_port = int(ns.group(1))
+            m = proc.wait_for(r"rocketmq-broker listening on [^:]+:(\d+)")
+        else:
+            m = proc.wait_for(rf"{re.escape(plugin)} listening on [^:]+:(\d+)")
     except Exception:
         proc.stop()
         raise

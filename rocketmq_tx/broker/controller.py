@@ -21,6 +21,7 @@ from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
 from rocketmq_tx.broker.topicconfig import TopicConfigManager
+from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
 from rocketmq_tx.store.status import PutMessageStatus
 
@@ -70,12 +71,19 @@ class BrokerController:
         self.pull_request_hold_service = PullRequestHoldService(reactor, self._execute_held_pull)
         self.execute_held_pull: Callable[[Any], Any] | None = None  # set by the pull processor
         self.boot_timestamp = self.now_ms()
+        #: Java ``Configuration``'s DataVersion: bumped by UPDATE_BROKER_CONFIG, shown by GET_BROKER_CONFIG.
+        self.config_data_version = DataVersion(0, self.boot_timestamp)
         self._arrivals: list[tuple[str, int, int, int]] = []
         self._arrivals_scheduled = False
         store.message_arriving_listener = self._message_arriving
 
     def now_ms(self) -> int:
         return int(self.reactor.seconds() * 1000)
+
+    def listening_on(self, port: int) -> None:
+        """The main port is bound (it may have been 0): publish and stamp the real one."""
+        self.broker_addr = f"{self.settings['brokerIP1']}:{port}"
+        self.store.set_store_host(self.settings["brokerIP1"], port)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -147,6 +155,18 @@ class BrokerController:
             return
         for topic, queue_id, max_offset, tags_code in arrivals:
             hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+
+    def log_offset_moved(self, group: str, topic: str, queue_id: int, requested: int, new_offset: int) -> None:
+        """A pull answered PULL_OFFSET_MOVED (Java logs it and, on a master, also stores an
+        OffsetMovedEvent in OFFSET_MOVED_EVENT; only the log is done here)."""
+        log.warn("PULL_OFFSET_MOVED: group {group} topic {topic} queue {queue} requested offset {requested}, "
+                 "new offset {new}", group=group, topic=topic, queue=queue_id, requested=requested, new=new_offset)
+
+    def log_offset_moved(self, group: str, topic: str, queue_id: int, requested: int, next_begin: int) -> None:
+        """PULL_OFFSET_MOVED: Java logs it (and records an OffsetMovedEvent, not done here)."""
+        log.warn("PULL_OFFSET_MOVED: group={group} topic={topic} queueId={queue_id} requested offset {requested}, "
+                 "next begin offset {next_begin}", group=group, topic=topic, queue_id=queue_id,
+                 requested=requested, next_begin=next_begin)
 
     def _execute_held_pull(self, pr: Any) -> Any:
         assert self.execute_held_pull is not None

@@ -109,6 +109,11 @@ class BrokerService(service.MultiService):
         _timer(10.0, self._scan_channels, reactor, self, now=False)
         _timer(c.store_config.clean_resource_interval / 1000.0, self._clean, reactor, self, now=False)
 
+    def use_namesrv_tls(self, tls: TlsSettings) -> None:
+        """Register with the name servers over TLS with these settings (before start)."""
+        self.namesrv_client = RemotingClient(self.reactor, tls=tls)
+        self.outer_api = BrokerOuterAPI(self.namesrv_client, self.settings["registerBrokerTimeoutMills"])
+
     @property
     def namesrvs(self) -> list[str]:
         return namesrv_addresses(self.settings["namesrvAddr"])
@@ -123,6 +128,9 @@ class BrokerService(service.MultiService):
         if self.driver is not None:
             self.driver.start()
         super().startService()
+        port = self.listener.port
+        if port is not None:
+            c.listening_on(port.getHost().port)
         log.info("broker {name} ({addr}) of cluster {cluster} started, name servers {ns}",
                  name=self.settings["brokerName"], addr=c.broker_addr, cluster=self.settings["brokerClusterName"],
                  ns=self.settings["namesrvAddr"] or "(none)")
@@ -170,7 +178,7 @@ class BrokerService(service.MultiService):
             topics = {name: dataclasses.replace(tc, perm=tc.perm & perm) for name, tc in topics.items()}
         return self.outer_api.register_broker_all(
             namesrvs, self.settings["brokerClusterName"], c.broker_addr, self.settings["brokerName"],
-            self.settings["brokerId"], f"{self.settings['brokerIP2']}:{self.settings['listenPort'] + 1}",
+            self.settings["brokerId"], f"{self.settings['brokerIP2']}:{int(c.broker_addr.rsplit(':', 1)[1]) + 1}",
             tcm.data_version, dict(topics), self.settings["compressedRegister"])
 
     # ------------------------------------------------------------------ periodic work

@@ -21,6 +21,7 @@ from rocketmq_tx.config import Setting
 from rocketmq_tx.daemon import DaemonOptions, refuse
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.service import NamesrvService
+from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
 __all__ = ["Options", "makeService", "StandaloneSettings"]
 
@@ -90,4 +91,11 @@ def makeService(options: Options, reactor: Any = None) -> service.IService:
     ns_settings["bindAddress"] = settings["namesrvBindAddress"]
     namesrv = NamesrvService(ns_settings, reactor, options.tls, options.tls_context)
     broker = BrokerService(settings, reactor, options.tls, options.tls_context)
+    tls = options.tls
+    if tls is not None and tls.mode == TlsMode.ENFORCING and not tls["tls.enable"]:
+        # The in-process name server refuses plaintext: register with it over TLS, with
+        # the tls.client.* settings (a client certificate when mutual TLS is required).
+        client_tls = TlsSettings({**{k: tls[k] for k in tls.keys()}, "tls.enable": True})
+        broker.use_namesrv_tls(client_tls)
+    return _Standalone(namesrv, broker)
     return _Standalone(namesrv, broker)

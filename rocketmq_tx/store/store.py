@@ -157,6 +157,12 @@ class DefaultMessageStore:
     def now_ms(self) -> int:
         return int(self.now() * 1000)
 
+    def set_store_host(self, host: str, port: int) -> None:
+        """The address written as STOREHOSTADDRESS (a broker on port 0 knows it after binding)."""
+        self.config.store_host = (host, port)
+        self._store_host = (host, port)
+        self._store_host_bytes = pack_host(host, port)
+
     # ------------------------------------------------------------------ lifecycle
 
     def load(self) -> bool:

@@ -37,6 +37,8 @@ __all__ = ["SendMessageProcessor", "put_result_response"]
 #: ``MQVersion.Version.V3_4_9.ordinal()``: from here on the client's maxReconsumeTimes counts.
 V3_4_9 = 49
 DLQ_NUMS_PER_GROUP = 1
+#: Both send headers carry the same attributes under different wire keys.
+SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 _RW = PermName.PERM_READ | PermName.PERM_WRITE
 
 
@@ -94,7 +96,8 @@ class SendMessageProcessor:
         if code == RequestCode.CONSUMER_SEND_MSG_BACK:
             return self.consumer_send_msg_back(ctx, request)
         if code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
+            # The V2 header has the V1 attribute names; no need to convert (to_v1 costs ~6 us).
+            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
         else:
             header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
         if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
@@ -111,7 +114,7 @@ class SendMessageProcessor:
         return response
 
     def _msg_check(self, ctx: IRemotingContext, request: RemotingCommand,
-                   header: SendMessageRequestHeader) -> RemotingCommand | None:
+                   header: SendHeader) -> RemotingCommand | None:
         """Java ``preSend`` + ``msgCheck``: an error response, or ``None`` to go on."""
         s = self.settings
         if s["startAcceptSendRequestTimeStamp"] > self.controller.now_ms():
@@ -148,7 +151,7 @@ class SendMessageProcessor:
                                   f"the topic[{topic}] sending message is forbidden")
         return None
 
-    def _queue_id(self, header: SendMessageRequestHeader) -> int:
+    def _queue_id(self, header: SendHeader) -> int:
         if header.queue_id >= 0:
             return header.queue_id
         tc = self.topics.select_topic_config(header.topic)
@@ -181,7 +184,7 @@ class SendMessageProcessor:
     # ------------------------------------------------------------------ send
 
     def send_message(self, ctx: IRemotingContext, request: RemotingCommand,
-                     header: SendMessageRequestHeader) -> Any:
+                     header: SendHeader) -> Any:
         error = self._msg_check(ctx, request, header)
         if error is not None:
             return error
@@ -199,17 +202,16 @@ class SendMessageProcessor:
             return self._response(request, ResponseCode.NO_PERMISSION,
                                   f"the broker[{self.settings['brokerIP1']}] sending transaction message is forbidden")
         wait = props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
-        # Java drops WAIT=true from the stored string (9 bytes a message) but honours it.
-        msg.wait_store_msg_ok = wait is None or wait.lower() != "false"
-        if wait is not None and not msg.wait_store_msg_ok:
-            props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = wait
+        # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
+        # for WAIT=true) but honours it.
+        msg.wait_store_msg_ok = wait is None or wait.lower() == "true"  # Boolean.parseBoolean
         msg.properties = properties_to_string(props).encode()
         msg.property_map = props
         queue_id = msg.queue_id
         return self._finish(request, self.controller.put_message(msg), queue_id)
 
     def send_batch_message(self, ctx: IRemotingContext, request: RemotingCommand,
-                           header: SendMessageRequestHeader) -> Any:
+                           header: SendHeader) -> Any:
         error = self._msg_check(ctx, request, header)
         if error is not None:
             return error

@@ -1,0 +1,111 @@
+"""
+TLS at our broker with the official Java 4.9.x clients (issue 7's broker-side proofs):
+
+* enforcing mode, Java's test mode (self-signed, no verification): the official producer
+  and push consumer with ``-Dtls.enable=true`` send and consume through our name server
+  and broker; a plaintext client is refused at the broker port;
+* permissive mode: TLS and plaintext Java clients both work on the same ports;
+* mutual TLS (``need.client.auth=require``, our own CA): a Java client with a client
+  certificate works, and a client without one (or with one from another CA) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import javaharness as jh
+import txharness as txh
+from rocketmq_tx.blocking import BlockingRemotingClient
+from rocketmq_tx.certs import write_pki
+from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError, RequestCode
+from rocketmq_tx.tlsconfig import TlsSettings
+
+pytestmark = pytest.mark.compat
+
+JAVA_TEST_MODE = ("-Dtls.enable=true", "-Dtls.test.mode.enable=true", "-Dtls.config.file=/nonexistent")
+
+
+def standalone(tmp, *settings: str) -> txh.TxProcess:
+    args = ["--set", "namesrvPort=0", "--set", "namesrvBindAddress=127.0.0.1", "--set", "listenPort=0",
+            "--set", "bindAddress=127.0.0.1", "--set", "brokerIP1=127.0.0.1", "--set", "brokerName=broker-tls",
+            "--set", f"storePathRootDir={tmp}", "--set", "tls.config.file=", "--set", "fastListenPortEnable=false"]
+    for item in settings:
+        args += ["--set", item]
+    return txh.start_twistd("rocketmq-standalone", args)
+
+
+def produce_consume(classpath: str, proc: txh.TxProcess, topic: str, jvm_tls: tuple[str, ...], count: int = 20,
+                    timeout: float = 60) -> dict:
+    lines = jh.run_java(classpath, "ProduceConsume", [f"127.0.0.1:{proc.namesrv_port}", topic, str(count),
+                                                      str(int(timeout))],
+                        timeout=timeout + 60, jvm_args=(*jh.DEFAULT_JVM_ARGS, *jvm_tls))
+    return json.loads(lines[-1])
+
+
+def plaintext_refused(addr: str) -> None:
+    with BlockingRemotingClient() as client:
+        with pytest.raises(RemotingConnectError):
+            client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), timeout=5)
+
+
+def test_java_clients_enforcing(java_classpath_4, tmp_path):
+    """Enforcing: Java TLS clients produce and consume; plaintext is refused at the broker."""
+    proc = standalone(tmp_path / "store", "tls.server.mode=enforcing")
+    try:
+        result = produce_consume(java_classpath_4, proc, f"TlsTopic{time.time_ns() % 100000}", JAVA_TEST_MODE)
+        assert result["send_ok"] == 20 and result["unique"] == 20 and result["missing"] == [], result
+        assert result["brokers"] == ["broker-tls"], result
+        seen = len(proc.lines)
+        plaintext_refused(f"127.0.0.1:{proc.port}")
+        proc.wait_for("plaintext while TLS is enforced", timeout=10, start=seen)
+    finally:
+        proc.stop()
+
+
+def test_java_clients_permissive(java_classpath_4, tmp_path):
+    """Permissive: the same ports serve a TLS Java client and a plaintext one."""
+    proc = standalone(tmp_path / "store", "tls.server.mode=permissive")
+    try:
+        topic = f"TlsMixed{time.time_ns() % 100000}"
+        with_tls = produce_consume(java_classpath_4, proc, topic, JAVA_TEST_MODE)
+        plain = produce_consume(java_classpath_4, proc, topic + "p", ("-Dtls.enable=false",))
+        for result in (with_tls, plain):
+            assert result["send_ok"] == 20 and result["unique"] == 20 and result["missing"] == [], result
+    finally:
+        proc.stop()
+
+
+def test_java_clients_mutual_tls(java_classpath_4, tmp_path):
+    """need.client.auth=require: only a client certificate from our CA gets through."""
+    pki = tmp_path / "pki"
+    write_pki(pki, hosts=["127.0.0.1", "localhost"])
+    other = tmp_path / "other"
+    write_pki(other, hosts=["127.0.0.1"])
+    proc = standalone(
+        tmp_path / "store", "tls.server.mode=enforcing", "tls.server.need.client.auth=require",
+        "tls.test.mode.enable=false", f"tls.server.keyPath={pki}/server.key", f"tls.server.certPath={pki}/server.pem",
+        f"tls.server.trustCertPath={pki}/ca.pem", "tls.server.authClient=true",
+        # The broker's own registration with the in-process name server presents these.
+        f"tls.client.keyPath={pki}/client.key", f"tls.client.certPath={pki}/client.pem",
+        f"tls.client.trustCertPath={pki}/ca.pem", "tls.client.authServer=true")
+    try:
+        java_mtls = ("-Dtls.enable=true", "-Dtls.test.mode.enable=false", "-Dtls.config.file=/nonexistent",
+                     f"-Dtls.client.keyPath={pki}/client.key", f"-Dtls.client.certPath={pki}/client.pem",
+                     f"-Dtls.client.trustCertPath={pki}/ca.pem", "-Dtls.client.authServer=true")
+        result = produce_consume(java_classpath_4, proc, f"MtlsTopic{time.time_ns() % 100000}", java_mtls)
+        assert result["send_ok"] == 20 and result["unique"] == 20 and result["missing"] == [], result
+        broker = f"127.0.0.1:{proc.port}"
+        no_cert = TlsSettings.from_sources({"tls.config.file": "", "tls.enable": "true", "tls.test.mode.enable": "true"})
+        wrong_ca = TlsSettings.from_sources({
+            "tls.config.file": "", "tls.enable": "true", "tls.test.mode.enable": "false",
+            "tls.client.keyPath": f"{other}/client.key", "tls.client.certPath": f"{other}/client.pem",
+            "tls.client.authServer": "false"})
+        for tls in (no_cert, wrong_ca):
+            with BlockingRemotingClient(tls=tls) as client:
+                with pytest.raises(RemotingConnectError):
+                    client.invoke(broker, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), timeout=5)
+    finally:
+        proc.stop()
