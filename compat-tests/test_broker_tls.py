@@ -6,12 +6,14 @@ TLS at our broker with the official Java 4.9.x clients (issue 7's broker-side pr
   and broker; a plaintext client is refused at the broker port;
 * permissive mode: TLS and plaintext Java clients both work on the same ports;
 * mutual TLS (``need.client.auth=require``, our own CA): a Java client with a client
-  certificate works, and a client without one (or with one from another CA) is refused.
+  certificate works, and a client without one (or with one from another CA) is refused;
+* certificate rotation by replacing the files while a Java consumer is connected.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -108,4 +110,81 @@ def test_java_clients_mutual_tls(java_classpath_4, tmp_path):
                 with pytest.raises(RemotingConnectError):
                     client.invoke(broker, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), timeout=5)
     finally:
+        proc.stop()
+
+
+def _replace(path, data: bytes) -> None:
+    # An atomic replace, as a certificate manager does; the watch must see it.
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _produce(classpath: str, ns: str, topic: str, count: int, jvm_tls: tuple[str, ...]) -> list[dict]:
+    lines = jh.run_java(classpath, "ClientPeer", ["produce", ns, topic, str(count)], timeout=120,
+                        jvm_args=(*jh.DEFAULT_JVM_ARGS, *jvm_tls))
+    return [json.loads(line) for line in lines if line.startswith("{")]
+
+
+def test_certificate_rotation_with_java_consumer(java_classpath_4, tmp_path):
+    """
+    The server certificate is replaced (another CA) while a Java consumer stays connected:
+    the consumer keeps receiving, and a new Java client that trusts only the new CA connects.
+    """
+    old, new = tmp_path / "old", tmp_path / "new"
+    write_pki(old, hosts=["127.0.0.1", "localhost"])
+    write_pki(new, hosts=["127.0.0.1", "localhost"])
+    live = tmp_path / "live"
+    live.mkdir()
+    for name in ("server.pem", "server.key"):
+        (live / name).write_bytes((old / name).read_bytes())
+    both = tmp_path / "both-ca.pem"
+    both.write_bytes((old / "ca.pem").read_bytes() + (new / "ca.pem").read_bytes())
+    proc = standalone(
+        tmp_path / "store", "tls.server.mode=enforcing", "tls.test.mode.enable=false",
+        f"tls.server.keyPath={live}/server.key", f"tls.server.certPath={live}/server.pem",
+        f"tls.client.trustCertPath={both}", "tls.client.authServer=true", "tls.watch.interval=200")
+
+    def java_tls(trust) -> tuple[str, ...]:
+        return ("-Dtls.enable=true", "-Dtls.test.mode.enable=false", "-Dtls.config.file=/nonexistent",
+                f"-Dtls.client.trustCertPath={trust}", "-Dtls.client.authServer=true")
+
+    ns = f"127.0.0.1:{proc.namesrv_port}"
+    topic = f"RotateTopic{time.time_ns() % 100000}"
+    consumer = None
+    try:
+        sent = _produce(java_classpath_4, ns, topic, 10, java_tls(both))  # creates the topic
+        assert [r["status"] for r in sent if "status" in r] == ["SEND_OK"] * 10, sent
+        consumer = jh.start_java(java_classpath_4, "ClientPeer",
+                                 ["consume", ns, topic, f"RotateGroup{time.time_ns() % 100000}", "20", "150"],
+                                 jvm_args=(*jh.DEFAULT_JVM_ARGS, *java_tls(both)))
+        bodies: set[str] = set()
+
+        def receive(n: int, timeout: float = 90.0) -> None:
+            deadline = time.monotonic() + timeout
+            while len(bodies) < n:
+                try:
+                    line = consumer.readline(max(0.1, deadline - time.monotonic()))
+                except TimeoutError:
+                    line = None
+                assert line is not None and time.monotonic() < deadline, (
+                    len(bodies), consumer.stderr_path.read_text(errors="replace")[-4000:])
+                if line.startswith("{") and "body" in line:
+                    bodies.add(json.loads(line)["body"])
+
+        receive(10)
+        seen = len(proc.lines)
+        for name in ("server.key", "server.pem"):
+            _replace(live / name, (new / name).read_bytes())
+        proc.wait_for("TLS context reloaded", timeout=20, start=seen)
+        # A client that trusts only the new CA can connect now: new connections get the new pair.
+        sent = _produce(java_classpath_4, ns, topic + "New", 5, java_tls(new / "ca.pem"))
+        assert [r["status"] for r in sent if "status" in r] == ["SEND_OK"] * 5, sent
+        # The consumer, connected before the rotation, keeps consuming.
+        sent = _produce(java_classpath_4, ns, topic, 10, java_tls(both))
+        assert [r["status"] for r in sent if "status" in r] == ["SEND_OK"] * 10, sent
+        receive(20)
+    finally:
+        if consumer is not None:
+            consumer.stop()
         proc.stop()

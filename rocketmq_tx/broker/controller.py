@@ -162,12 +162,6 @@ class BrokerController:
         log.warn("PULL_OFFSET_MOVED: group {group} topic {topic} queue {queue} requested offset {requested}, "
                  "new offset {new}", group=group, topic=topic, queue=queue_id, requested=requested, new=new_offset)
 
-    def log_offset_moved(self, group: str, topic: str, queue_id: int, requested: int, next_begin: int) -> None:
-        """PULL_OFFSET_MOVED: Java logs it (and records an OffsetMovedEvent, not done here)."""
-        log.warn("PULL_OFFSET_MOVED: group={group} topic={topic} queueId={queue_id} requested offset {requested}, "
-                 "next begin offset {next_begin}", group=group, topic=topic, queue_id=queue_id,
-                 requested=requested, next_begin=next_begin)
-
     def _execute_held_pull(self, pr: Any) -> Any:
         assert self.execute_held_pull is not None
         return self.execute_held_pull(pr)
@@ -211,6 +205,12 @@ class BrokerController:
             "pullThreadPoolQueueCapacity": str(self.settings["pullThreadPoolQueueCapacity"]),
             "queryThreadPoolQueueSize": "0",
             "queryThreadPoolQueueCapacity": str(self.settings["queryThreadPoolQueueCapacity"]),
+            # clusterList prints these as the send/pull "LOAD" wait; no queue waits here.
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "queryThreadPoolQueueHeadWaitTimeMills": "0",
+            "EndTransactionQueueSize": "0",
+            "EndTransactionThreadPoolQueueCapacity": str(self.settings["endTransactionPoolQueueCapacity"]),
             "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
             "pageCacheLockTimeMills": "0",
             "earliestMessageTimeStamp": str(store.get_earliest_message_time()),

@@ -13,9 +13,10 @@ from rocketmq_tx.store.configfile import ConfigFile
 __all__ = ["SubscriptionGroupManager", "is_sys_consumer_group"]
 
 CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
-# Java's SubscriptionGroupManager.init: groups every broker has; the ONS ones broadcast.
+# Java's SubscriptionGroupManager.init: groups every broker has. All of them keep the
+# default consumeBroadcastEnable=true (Java sets it explicitly only on the ONS ones).
 _BUILT_IN = (
-    ("TOOLS_CONSUMER", False), ("FILTERSRV_CONSUMER", False), ("SELF_TEST_C_GROUP", False),
+    ("TOOLS_CONSUMER", True), ("FILTERSRV_CONSUMER", True), ("SELF_TEST_C_GROUP", True),
     ("CID_ONS-HTTP-PROXY", True), ("CID_ONSAPI_PULL", True), ("CID_ONSAPI_PERMISSION", True),
     ("CID_ONSAPI_OWNER", True),
 )

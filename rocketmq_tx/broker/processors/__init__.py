@@ -15,6 +15,7 @@ from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
 from rocketmq_tx.broker.processors.pull import PullMessageProcessor
 from rocketmq_tx.broker.processors.query import QueryMessageProcessor
+from rocketmq_tx.broker.processors.reply import ReplyMessageProcessor
 from rocketmq_tx.broker.processors.send import SendMessageProcessor
 from rocketmq_tx.net.dispatch import ProcessorTable
 from rocketmq_tx.remoting import RequestCode
@@ -37,7 +38,14 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
                  RequestCode.CONSUMER_SEND_MSG_BACK):
         table.register(code, send)
     if not fast:
-        table.register(RequestCode.PULL_MESSAGE, PullMessageProcessor(controller))
+        pull = PullMessageProcessor(controller)
+        # 5.x's DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361), same header and
+        # processor as PULL_MESSAGE in Java 5.x's broker.
+        table.register(RequestCode.PULL_MESSAGE, pull)
+        table.register(RequestCode.LITE_PULL_MESSAGE, pull)
+    reply = ReplyMessageProcessor(controller)
+    for code in (RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2):
+        table.register(code, reply)
     for code in (RequestCode.QUERY_MESSAGE, RequestCode.VIEW_MESSAGE_BY_ID):
         table.register(code, query)
     for code in (RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG):

@@ -12,6 +12,7 @@ from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.codes import LanguageCode
 from rocketmq_tx.remoting.api import HeartbeatData, SubscriptionData
 from rocketmq_tx.remoting.headers.client import UnregisterClientRequestHeader
 
@@ -36,7 +37,10 @@ class ClientManageProcessor:
         return self.check_client_config(ctx, request)
 
     def _client(self, ctx: IRemotingContext, client_id: str, request: RemotingCommand) -> ClientChannelInfo:
-        language = getattr(request.language, "name", str(request.language))
+        try:
+            language = LanguageCode(request.language).name
+        except ValueError:  # a language this codec does not know stays a number
+            language = str(request.language)
         return ClientChannelInfo(ctx, client_id, language, request.version, self.controller.now_ms())
 
     def heart_beat(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:

@@ -98,7 +98,7 @@ class PullMessageProcessor:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR,
                 f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[{getattr(ctx, 'peer', '?')}]")
+                f"[{tc.read_queue_nums}] consumer:[/{getattr(ctx, 'peer', '?')}]")
         if has_subscription:
             try:
                 subscription = SubscriptionData.build(header.topic, header.subscription,

@@ -49,6 +49,14 @@ def _peer(ctx: IRemotingContext) -> tuple[str, int]:
         return ("127.0.0.1", 0)
 
 
+def _topic_config_text(tc: Any) -> str:
+    """Java ``TopicConfig.toString()``, which the queueId remark embeds."""
+    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+            f"writeQueueNums={tc.write_queue_nums}, perm={PermName.perm_to_string(tc.perm)}, "
+            f"topicFilterType={tc.topic_filter_type}, topicSysFlag={tc.topic_sys_flag}, "
+            f"order={'true' if tc.order else 'false'}]")
+
+
 def put_result_response(request: RemotingCommand, result: PutMessageResult | None, max_message_size: int
                         ) -> tuple[int, str | None]:
     """Java ``handlePutMessageResult``'s code and remark for a store status."""
@@ -144,7 +152,7 @@ class SendMessageProcessor:
         valid = max(tc.write_queue_nums, tc.read_queue_nums)
         if header.queue_id >= valid:
             return self._response(request, ResponseCode.SYSTEM_ERROR,
-                                  f"request queueId[{header.queue_id}] is illegal, {tc.topic_name} "
+                                  f"request queueId[{header.queue_id}] is illegal, {_topic_config_text(tc)} "
                                   f"Producer: {ctx.peer}")
         if not PermName.is_writeable(tc.perm):
             return self._response(request, ResponseCode.NO_PERMISSION,
@@ -283,7 +291,8 @@ class SendMessageProcessor:
             new_topic = dlq_topic(header.group)
             queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
             self.topics.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, _RW)
-            props.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+            # Java 4.9.8: msgExt.setDelayTimeLevel(0), so the DLQ record carries DELAY=0.
+            props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = "0"
         else:
             if delay_level == 0:
                 delay_level = 3 + ext.reconsume_times
