@@ -1,0 +1,701 @@
+"""
+Broker benchmark, side by side: the official RocketMQ benchmark Producer and Consumer
+(``org.apache.rocketmq.example.benchmark`` from the ``rocketmq-example`` 5.5.0 artifact)
+against rocketmq_tx's broker and against the official Java broker, in one run, with the
+same settings.
+
+    python3 bench/broker/run.py [--seconds 20] [--targets java,tx] [--java-broker 5.5.0|4.9.7]
+                                [--tx-mode separate|standalone] [--warmup 15] [--no-latency] [--keep]
+
+For each target, in the order given, on fresh name server + broker processes and an empty
+store (ASYNC_FLUSH, autoCreateTopicEnable=true, Java's defaults otherwise):
+
+1. start-up: from the broker process's spawn until the first acknowledged send (a Python
+   BlockingProducer retrying every 20 ms through the name server; the name server is
+   already up, except in ``--tx-mode standalone`` where it is part of the measured process);
+2. warm-up: benchmark Producer, 64 threads, ``--warmup`` seconds (not reported);
+3. benchmark Producer, 1 KiB bodies, 64 threads of sync sends, then 1 thread;
+4. SendLatency (ours, bench/broker/java, on the official client: the Producer's loop with
+   every send timed) for p50/p99, 64 threads then 1 thread (``--no-latency`` skips it);
+5. benchmark Consumer (20 threads, its default) while a 64-thread Producer feeds it;
+6. broker RSS (/proc/<pid>/status VmRSS) after every phase.
+
+Every topic is created (4 queues) before its phase, so no phase measures auto-creation.
+Each tool phase runs until the tool's first report and then ``--seconds`` more: the tools
+print a figure only once they hold 10 one-second snapshots (about 10 s after they start),
+and each printed figure is over the last 9 s (a sliding window).
+The tools run with ``-ri 1000`` (one line a second); a phase's figure is the mean over
+its lines, Max RT is the tool's own (whole phase). The tools print no percentiles.
+
+Prints a Markdown table with the ratios rocketmq_tx / Java and writes
+``bench/broker/results-<UTC timestamp>.json`` (all raw tool lines included).
+
+The rocketmq_tx command lines are built by :func:`tx_command_lines` (one place to adjust).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "compat-tests"))
+
+from _common import javaharness as jh, table  # noqa: E402
+import rocketmq_java  # noqa: E402
+import txharness  # noqa: E402
+
+from rocketmq_tx.blocking.client import BlockingProducer  # noqa: E402
+from rocketmq_tx.common.message import Message  # noqa: E402
+
+JAVA_PROJECT = HERE / "java"
+WORK = ROOT / "bench" / ".work"
+
+TOOLS_VERSION = "5.5.0"
+BENCH_PKG = "org.apache.rocketmq.example.benchmark"
+BODY_SIZE = 1024
+WARMUP = 10.0  # the tools' first report comes after 10 one-second snapshots
+
+# --------------------------------------------------------------------------- settings
+
+#: broker.conf keys given to both brokers (everything else: Java's defaults). Java's
+#: defaults also for the flow-control timeouts (waitTimeMillsInSendQueue=200,
+#: osPageCacheBusyTimeOutMills=1000) and the 1 GiB CommitLog files, which the compat
+#: helpers otherwise relax.
+BROKER_SETTINGS = {
+    "flushDiskType": "ASYNC_FLUSH",
+    "brokerRole": "ASYNC_MASTER",
+    "autoCreateTopicEnable": "true",
+    "waitTimeMillsInSendQueue": "200",
+    "osPageCacheBusyTimeOutMills": "1000",
+    "mappedFileSizeCommitLog": str(1 << 30),
+    "deleteWhen": "04",
+    "fileReservedTime": "48",
+    "diskMaxUsedSpaceRatio": "75",
+}
+
+#: runbroker.sh (5.5.0 and 4.9.7 agree; Java >= 9 branch) minus -XX:+AlwaysPreTouch (it would
+#: make RSS the 8 GiB heap and add the pre-touch to start-up; leaving it out favours Java on
+#: both counts) and minus the GC log file.
+BROKER_JVM = ("-server", "-Xms8g", "-Xmx8g", "-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
+              "-XX:InitiatingHeapOccupancyPercent=30", "-XX:SoftRefLRUPolicyMSPerMB=0",
+              "-XX:-OmitStackTraceInFastThrow", "-XX:MaxDirectMemorySize=15g", "-XX:-UseLargePages")
+#: runserver.sh (Java >= 9 branch) minus the GC log file.
+NAMESRV_JVM = ("-server", "-Xms4g", "-Xmx4g", "-XX:MetaspaceSize=128m", "-XX:MaxMetaspaceSize=320m",
+               "-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
+               "-XX:InitiatingHeapOccupancyPercent=30", "-XX:SoftRefLRUPolicyMSPerMB=0",
+               "-XX:-OmitStackTraceInFastThrow", "-XX:-UseLargePages")
+#: benchmark/runclass.sh (its CMS flags do not exist on Java 17: G1, the default, instead).
+TOOL_JVM = ("-server", "-Xms1g", "-Xmx1g", "-Xmn256m", "-XX:+UseG1GC", "-XX:-OmitStackTraceInFastThrow",
+            "-XX:-UseLargePages", "-XX:+PerfDisableSharedMem")
+#: benchmark/producer.sh passes this to the Producer (SEND_MESSAGE_V2 headers).
+PRODUCER_PROPS = ("-Dorg.apache.rocketmq.client.sendSmartMsg=true",)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def rss_kib(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+# --------------------------------------------------------------------------- Java classpaths
+
+def tools_classpath() -> str:
+    """The Java side's classpath: bench/broker/java's classes (SendLatency) + rocketmq-example,
+    broker and namesrv 5.5.0 with their dependencies; Maven runs when a source is newer."""
+    target = JAVA_PROJECT / "target"
+    cp_file = target / "classpath.txt"
+    classes = target / "classes"
+    pom = JAVA_PROJECT / "pom.xml"
+    newest = max(p.stat().st_mtime for p in [pom, *(JAVA_PROJECT / "src").rglob("*.java")])
+    if not (cp_file.is_file() and classes.is_dir() and cp_file.stat().st_mtime >= newest
+            and all(os.path.exists(e) for e in cp_file.read_text().strip().split(os.pathsep))):
+        cmd = ["mvn", "-q", "-B", "-f", str(pom), "package", "dependency:build-classpath",
+               f"-Dmdep.outputFile={cp_file}", "-DskipTests"]
+        log(" ".join(cmd))
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=1500, cwd=JAVA_PROJECT)
+        if out.returncode != 0:
+            raise RuntimeError(f"maven failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        cp_file.touch()
+    return os.pathsep.join([str(classes), cp_file.read_text().strip()])
+
+
+def java_broker_classpath(version: str, tools_cp: str) -> str:
+    if version == TOOLS_VERSION:
+        return tools_cp
+    if version == "4.9.7":  # compat-tests/java's default build: client 4.9.8, broker/namesrv 4.9.7
+        return jh.build("4")
+    raise SystemExit(f"--java-broker must be {TOOLS_VERSION} or 4.9.7, not {version}")
+
+
+#: every BenchHome made by this run (removed at the end unless --keep)
+HOMES: list[Path] = []
+
+
+class BenchHome(rocketmq_java.JavaHome):
+    """A JavaHome (under compat-tests/.work) whose JVM gets *heap* options instead of the
+    harness's -Xmx512m/SerialGC."""
+
+    def __init__(self, label: str, heap: tuple[str, ...]) -> None:
+        WORK.mkdir(parents=True, exist_ok=True)
+        super().__init__(label)
+        HOMES.append(self.root)
+        self.heap = list(heap)
+
+    def jvm_args(self) -> list[str]:
+        return self.heap + super().jvm_args()[len(jh.DEFAULT_JVM_ARGS):]
+
+
+# --------------------------------------------------------------------------- readiness probe
+
+class FirstAck(threading.Thread):
+    """Sends one small message through *namesrv_addr* every 20 ms until the broker acknowledges one."""
+
+    def __init__(self, namesrv_addr: str, timeout: float = 180.0) -> None:
+        super().__init__(name="first-ack", daemon=True)
+        self.namesrv_addr = namesrv_addr
+        self.timeout = timeout
+        self.acked_at: Optional[float] = None
+        self.attempts = 0
+        self.last_error = ""
+        self._cancelled = threading.Event()
+
+    def run(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        with BlockingProducer("bench_startup_probe", self.namesrv_addr, send_timeout=1.0,
+                              retry_times_when_send_failed=0) as producer:
+            while not self._cancelled.is_set() and time.monotonic() < deadline:
+                self.attempts += 1
+                try:
+                    producer.send(Message(topic="BenchStartup", body=b"x" * 16))
+                except Exception as e:  # noqa: BLE001 - anything short of an ack means "not yet"
+                    self.last_error = f"{type(e).__name__}: {e}"
+                    self._cancelled.wait(0.02)
+                    continue
+                self.acked_at = time.monotonic()
+                return
+
+    def result(self, t0: float, proc: Optional[subprocess.Popen] = None) -> float:
+        """Seconds from *t0* to the first ack; gives up early if *proc* (the broker) exits."""
+        while self.is_alive():
+            self.join(0.05)
+            if proc is not None and proc.poll() is not None and self.acked_at is None:
+                self.cancel()
+                raise RuntimeError(f"the broker exited with {proc.returncode} before any send was acknowledged")
+        if self.acked_at is None:
+            raise RuntimeError(f"no acknowledged send within {self.timeout:.0f}s "
+                               f"({self.attempts} attempts; last: {self.last_error})")
+        return self.acked_at - t0
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+
+# --------------------------------------------------------------------------- targets
+
+@dataclass
+class Target:
+    """A running name server + broker of one kind."""
+
+    name: str
+    namesrv_addr: str
+    broker_pid: int
+    namesrv_pid: Optional[int]
+    startup_s: float
+    stop: Callable[[], None]
+    info: dict = field(default_factory=dict)
+
+
+def broker_jvm(heap: str) -> tuple[str, ...]:
+    """BROKER_JVM with -Xms/-Xmx set to *heap* (runbroker.sh's 8g unless --java-heap)."""
+    return tuple(f"-Xms{heap}" if a.startswith("-Xms") else f"-Xmx{heap}" if a.startswith("-Xmx") else a
+                 for a in BROKER_JVM)
+
+
+def start_java(version: str, classpath: str, store: Path, heap: str = "8g") -> Target:
+    ns_home = BenchHome("bench-broker-java-namesrv", NAMESRV_JVM)
+    port = jh.free_port()
+    conf = ns_home.root / "namesrv.properties"
+    conf.write_text(f"listenPort={port}\nkvConfigPath={ns_home.root / 'kvConfig.json'}\n"
+                    f"configStorePath={ns_home.root / 'namesrv.conf.store'}\n")
+    t = time.monotonic()
+    namesrv = rocketmq_java._spawn(classpath, "org.apache.rocketmq.namesrv.NamesrvStartup", ["-c", str(conf)],
+                                   ns_home, r"The Name Server boot success")
+    ns_boot = time.monotonic() - t
+    addr = f"127.0.0.1:{port}"
+    broker = None
+    probe = FirstAck(addr)
+    try:
+        broker_home = BenchHome("bench-broker-java-broker", broker_jvm(heap))
+        probe.start()
+        t0 = time.monotonic()
+        broker, broker_addr, _ = rocketmq_java.start_broker(
+            classpath, addr, broker_name="bench-broker", cluster="BenchCluster", home=broker_home,
+            store_root=store, commitlog_size=1 << 30, extra=BROKER_SETTINGS)
+        boot_line = time.monotonic() - t0
+        startup = probe.result(t0, broker.proc)
+    except BaseException:
+        probe.cancel()
+        if broker is not None:
+            broker.stop(grace=30)
+        namesrv.stop()
+        raise
+
+    def stop() -> None:
+        broker.stop(grace=30)
+        namesrv.stop()
+
+    return Target(f"Java {version}", addr, broker.pid, namesrv.pid, startup, stop,
+                  {"namesrv_boot_s": round(ns_boot, 3), "broker_boot_success_line_s": round(boot_line, 3),
+                   "broker_addr": broker_addr, "broker_jvm": list(broker_jvm(heap))})
+
+
+def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str) -> dict[str, Optional[list[str]]]:
+    """
+    THE rocketmq_tx command lines: edit here when the broker's flags settle.
+
+    Returns ``{"namesrv": argv or None, "broker": argv}``. In ``separate`` mode the name
+    server runs as its own twistd process (started and waited for first, like Java's) and
+    the broker is ``twistd -n rocketmq-broker -c broker.conf``; in ``standalone`` mode one
+    ``twistd -n rocketmq-standalone`` process is both and is what start-up and RSS measure.
+    *work* holds broker.conf (BROKER_SETTINGS + ports + store paths, the keys Java's
+    broker.conf uses) and the store.
+    """
+    store = work / "store"
+    conf = {
+        "brokerClusterName": "BenchCluster", "brokerName": "bench-broker", "brokerId": "0",
+        "brokerIP1": "127.0.0.1", "listenPort": str(broker_port), "namesrvAddr": f"127.0.0.1:{namesrv_port}",
+        "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
+        **BROKER_SETTINGS,
+    }
+    conf_path = work / "broker.conf"
+    conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    twistd = txharness.twistd()
+    if mode == "separate":
+        return {
+            "namesrv": [twistd, "-n", "--pidfile=", "rocketmq-namesrv", "--set", f"listenPort={namesrv_port}",
+                        "--set", "bindAddress=127.0.0.1", "--set", f"kvConfigPath={work / 'kvConfig.json'}"],
+            "broker": [twistd, "-n", "--pidfile=", "rocketmq-broker", "-c", str(conf_path)],
+        }
+    if mode == "standalone":
+        # The in-process name server is namesrvPort/namesrvBindAddress; the broker registers
+        # with it by itself (a namesrvAddr in the file would be registered with as well).
+        conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items() if k != "namesrvAddr"))
+        return {
+            "namesrv": None,
+            "broker": [twistd, "-n", "--pidfile=", "rocketmq-standalone", "-c", str(conf_path),
+                       "--set", f"namesrvPort={namesrv_port}", "--set", "namesrvBindAddress=127.0.0.1"],
+        }
+    raise ValueError(f"unknown tx mode {mode!r}")
+
+
+def start_tx(mode: str, work: Path) -> Target:
+    namesrv_port = jh.free_port()
+    broker_port = rocketmq_java.free_port_block()
+    argv = tx_command_lines(work, namesrv_port, broker_port, mode)
+    txharness.WORK.mkdir(exist_ok=True)
+    namesrv = None
+    ns_boot = None
+    if argv["namesrv"] is not None:
+        t = time.monotonic()
+        namesrv = txharness.TxProcess(argv["namesrv"], work / "namesrv.log")
+        try:
+            namesrv.wait_for(r"rocketmq-namesrv listening on")
+        except BaseException:
+            namesrv.stop()
+            raise
+        ns_boot = time.monotonic() - t
+    addr = f"127.0.0.1:{namesrv_port}"
+    probe = FirstAck(addr)
+    probe.start()
+    t0 = time.monotonic()
+    broker = txharness.TxProcess(argv["broker"], work / "broker.log")
+    try:
+        startup = probe.result(t0, broker.proc)
+    except BaseException as e:
+        probe.cancel()
+        tail = "\n".join(broker.lines[-20:])
+        broker.stop()
+        if namesrv is not None:
+            namesrv.stop()
+        raise RuntimeError(f"{' '.join(argv['broker'][2:])}: {e}\n--- broker output (tail) ---\n{tail}") from None
+
+    def stop() -> None:
+        broker.stop(grace=30)
+        if namesrv is not None:
+            namesrv.stop()
+
+    return Target("rocketmq_tx", addr, broker.proc.pid, namesrv.proc.pid if namesrv else None, startup, stop,
+                  {"namesrv_boot_s": None if ns_boot is None else round(ns_boot, 3), "mode": mode,
+                   "broker_argv": argv["broker"], "namesrv_argv": argv["namesrv"]})
+
+
+# --------------------------------------------------------------------------- the tools
+
+class Tool:
+    """A benchmark tool JVM; stdout lines are kept with their arrival time."""
+
+    def __init__(self, classpath: str, home: rocketmq_java.JavaHome, main: str, args: list[str],
+                 props: tuple[str, ...] = ()) -> None:
+        main = main if "." in main else f"{BENCH_PKG}.{main}"
+        self.argv = ["java", *home.jvm_args(), *props, "-cp", classpath, main, *args]
+        main = main.rsplit(".", 1)[-1]
+        self.stderr_path = home.root / f"{main}-{time.monotonic_ns()}.stderr"
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                         cwd=str(home.root), env=home.env(), start_new_session=True)
+        self.lines: list[tuple[float, str]] = []
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            with self._cond:
+                self.lines.append((time.monotonic(), raw.decode("utf-8", "replace").rstrip()))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float) -> None:
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not any(rx.search(line) for _, line in self.lines):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{self.argv[-1]}: no {pattern!r} (exit {self.proc.poll()}); stderr "
+                                       f"{self.stderr_path}:\n{self.stderr_tail()}")
+                self._cond.wait(0.5)
+
+    def stderr_tail(self, n: int = 20) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.stderr_path.read_text(errors="replace").splitlines()[-n:])
+        return ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(15)
+        self._reader.join(5)
+
+
+SEND_RE = re.compile(r"Send TPS: (\d+) \| Max RT\(ms\): (\d+) \| Average RT\(ms\):\s*([\d.NaN]+) \| "
+                     r"Send Failed: (\d+) \| Response Failed: (\d+)")
+CONSUME_RE = re.compile(r"Consume TPS: (\d+) \| AVG\(B2C\) RT\(ms\):\s*([\d.NaN]+) \| "
+                        r"AVG\(S2C\) RT\(ms\):\s*([\d.NaN]+) \| MAX\(B2C\) RT\(ms\): (\d+) \| "
+                        r"MAX\(S2C\) RT\(ms\): (\d+) \| Consume Fail: (\d+)")
+
+
+def _mean(values: list[float]) -> Optional[float]:
+    values = [v for v in values if v == v]  # drop NaN (a window without messages)
+    return round(statistics.fmean(values), 3) if values else None
+
+
+def parse_producer(lines: list[tuple[float, str]]) -> dict:
+    rows = [m.groups() for _, line in lines if (m := SEND_RE.search(line))]
+    if not rows:
+        return {"reports": 0}
+    return {
+        "reports": len(rows),
+        "send_tps": _mean([float(r[0]) for r in rows]),
+        "send_tps_last": int(rows[-1][0]),
+        "avg_rt_ms": _mean([float(r[2]) for r in rows]),
+        "max_rt_ms": int(rows[-1][1]),  # the tool's maximum since its start
+        "send_failed": int(rows[-1][3]),
+        "response_failed": int(rows[-1][4]),
+    }
+
+
+def parse_consumer(lines: list[tuple[float, str]], until: float) -> dict:
+    rows = [m.groups() for t, line in lines if t <= until and (m := CONSUME_RE.search(line))]
+    if not rows:
+        return {"reports": 0}
+    return {
+        "reports": len(rows),
+        "consume_tps": _mean([float(r[0]) for r in rows]),
+        "avg_b2c_ms": _mean([float(r[1]) for r in rows]),
+        "avg_s2c_ms": _mean([float(r[2]) for r in rows]),
+        "max_b2c_ms": max(int(r[3]) for r in rows),  # the tool resets its maxima at every report
+        "consume_fail": sum(int(r[5]) for r in rows),  # per-window counts; windows overlap
+    }
+
+
+def ensure_topic(namesrv_addr: str, topic: str) -> None:
+    """Create *topic* (4 queues, as the tools' auto-creation would) and wait for its route, so
+    that no phase measures topic auto-creation, and a consumer finds its topic at once (it
+    would only see an unknown topic at its next route poll, 30 s later)."""
+    with BlockingProducer("bench_topic_maker", namesrv_addr) as p:
+        p.send(Message(topic=topic, body=b"x" * BODY_SIZE))
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                p.client.route(topic, refresh=True)
+                return
+            except Exception:  # noqa: BLE001 - not registered with the name server yet
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+def producer_args(namesrv_addr: str, topic: str, threads: int) -> list[str]:
+    return ["-n", namesrv_addr, "-t", topic, "-w", str(threads), "-s", str(BODY_SIZE), "-ri", "1000"]
+
+
+FIRST_REPORT_TIMEOUT = 120.0
+
+
+def run_producer(cp: str, home: rocketmq_java.JavaHome, namesrv_addr: str, topic: str, threads: int,
+                 seconds: float, warmup_only: bool = False) -> dict:
+    """The Producer until its first report (10 s after it starts), then *seconds* more (or,
+    *warmup_only*, just *seconds* from its launch)."""
+    ensure_topic(namesrv_addr, topic)
+    tool = Tool(cp, home, "Producer", producer_args(namesrv_addr, topic, threads), PRODUCER_PROPS)
+    try:
+        if not warmup_only:
+            tool.wait_for(r"Send TPS", FIRST_REPORT_TIMEOUT)
+        time.sleep(seconds + 0.5)
+    finally:
+        tool.stop()
+    result = parse_producer(tool.lines)
+    result["lines"] = [line for _, line in tool.lines]
+    if not warmup_only and not result["reports"]:
+        raise RuntimeError(f"Producer printed no figures; stderr {tool.stderr_path}:\n{tool.stderr_tail()}")
+    return result
+
+
+def run_consumer(cp: str, home: rocketmq_java.JavaHome, namesrv_addr: str, topic: str, seconds: float) -> dict:
+    ensure_topic(namesrv_addr, topic)
+    consumer = Tool(cp, home, "Consumer", ["-n", namesrv_addr, "-t", topic, "-g", "bench_consumer", "-ri", "1000"])
+    producer = None
+    try:
+        consumer.wait_for(r"Consumer Started", 60)
+        producer = Tool(cp, home, "Producer", producer_args(namesrv_addr, topic, 64), PRODUCER_PROPS)
+        producer.wait_for(r"Send TPS", FIRST_REPORT_TIMEOUT)
+        time.sleep(seconds + 0.5)
+        until = time.monotonic()
+    finally:
+        if producer is not None:
+            producer.stop()
+        consumer.stop()
+    result = parse_consumer(consumer.lines, until)
+    result["producer"] = parse_producer(producer.lines)
+    result["lines"] = [line for _, line in consumer.lines]
+    if not result["reports"]:
+        raise RuntimeError(f"Consumer printed no figures; stderr {consumer.stderr_path}:\n{consumer.stderr_tail()}")
+    return result
+
+
+def run_latency(cp: str, home: rocketmq_java.JavaHome, namesrv_addr: str, topic: str, threads: int,
+                seconds: float) -> dict:
+    """Our SendLatency probe (official client, same loop as the Producer): percentiles."""
+    ensure_topic(namesrv_addr, topic)
+    tool = Tool(cp, home, "rocketmq.bench.SendLatency",
+                [namesrv_addr, topic, str(threads), str(BODY_SIZE), "3", str(seconds)], PRODUCER_PROPS)
+    try:
+        deadline = time.monotonic() + seconds + 120
+        while tool.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        tool.stop()
+    for _, line in reversed(tool.lines):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"SendLatency printed no result; stderr {tool.stderr_path}:\n{tool.stderr_tail()}")
+
+
+def bench_target(target: Target, cp: str, seconds: float, warmup: float, latency: bool) -> dict:
+    home = BenchHome("bench-broker-tools", TOOL_JVM)
+    out: dict = {"name": target.name, "startup_s": round(target.startup_s, 3), **target.info}
+    rss: dict[str, Optional[int]] = {"after_start": rss_kib(target.broker_pid)}
+    if warmup > 0:
+        log(f"{target.name}: warm-up, Producer, 64 threads, {warmup:.0f} s (not reported)")
+        out["warmup"] = run_producer(cp, home, target.namesrv_addr, "BenchWarmup", 64, warmup, warmup_only=True)
+        out["warmup"].pop("lines", None)
+        rss["after_warmup"] = rss_kib(target.broker_pid)
+    for threads in (64, 1):
+        log(f"{target.name}: Producer, {threads} thread(s), first report + {seconds:.0f} s")
+        out[f"send_{threads}"] = run_producer(cp, home, target.namesrv_addr, f"BenchSend{threads}", threads, seconds)
+        rss[f"after_send_{threads}"] = rss_kib(target.broker_pid)
+    if latency:
+        for threads in (64, 1):
+            log(f"{target.name}: SendLatency (p99), {threads} thread(s), {seconds + 3:.0f} s")
+            out[f"latency_{threads}"] = run_latency(cp, home, target.namesrv_addr, f"BenchLatency{threads}",
+                                                    threads, seconds)
+    log(f"{target.name}: Consumer + 64-thread Producer, first report + {seconds:.0f} s")
+    out["consume"] = run_consumer(cp, home, target.namesrv_addr, "BenchConsume", seconds)
+    rss["after_consume"] = rss_kib(target.broker_pid)
+    out["broker_rss_kib"] = rss
+    if target.namesrv_pid is not None:
+        out["namesrv_rss_kib"] = rss_kib(target.namesrv_pid)
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+ROWS = [
+    # label, getter, goal (ratio tx/Java; ">=" means higher is better)
+    ("send TPS, 64 threads", lambda r: r["send_64"]["send_tps"], ">= 1.0"),
+    ("avg RT ms, 64 threads", lambda r: r["send_64"]["avg_rt_ms"], ""),
+    ("max RT ms, 64 threads", lambda r: r["send_64"]["max_rt_ms"], ""),
+    ("p99 RT ms, 64 threads (SendLatency)", lambda r: r["latency_64"]["p99_ms"], "<= 1.0"),
+    ("p50 RT ms, 64 threads (SendLatency)", lambda r: r["latency_64"]["p50_ms"], ""),
+    ("send TPS, 64 threads (SendLatency)", lambda r: r["latency_64"]["tps"], ""),
+    ("send failed, 64 threads", lambda r: r["send_64"]["send_failed"] + r["send_64"]["response_failed"], ""),
+    ("send TPS, 1 thread", lambda r: r["send_1"]["send_tps"], ">= 1.0"),
+    ("avg RT ms, 1 thread", lambda r: r["send_1"]["avg_rt_ms"], ""),
+    ("max RT ms, 1 thread", lambda r: r["send_1"]["max_rt_ms"], ""),
+    ("p99 RT ms, 1 thread (SendLatency)", lambda r: r["latency_1"]["p99_ms"], "<= 1.0"),
+    ("p50 RT ms, 1 thread (SendLatency)", lambda r: r["latency_1"]["p50_ms"], ""),
+    ("consume TPS", lambda r: r["consume"]["consume_tps"], ">= 1.0"),
+    ("avg born-to-consume ms", lambda r: r["consume"]["avg_b2c_ms"], ""),
+    ("max born-to-consume ms", lambda r: r["consume"]["max_b2c_ms"], ""),
+    ("send TPS feeding the consumer", lambda r: r["consume"]["producer"].get("send_tps"), ""),
+    ("broker RSS MiB, end of 64-thread run", lambda r: _mib(r["broker_rss_kib"]["after_send_64"]), "<= 0.25"),
+    ("broker RSS MiB, peak of samples", lambda r: _mib(max(v for v in r["broker_rss_kib"].values() if v)), ""),
+    ("start-up s (spawn to first ack)", lambda r: r["startup_s"], "<= 0.25"),
+]
+
+
+def _mib(kib: Optional[int]) -> Optional[float]:
+    return None if kib is None else round(kib / 1024, 1)
+
+
+def _get(result: Optional[dict], getter: Callable[[dict], object]) -> object:
+    if not result or "error" in result:
+        return None
+    try:
+        return getter(result)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def report(results: dict[str, dict]) -> str:
+    tx = results.get("rocketmq_tx")
+    java_name = next((n for n in results if n.startswith("Java")), None)
+    java = results.get(java_name) if java_name else None
+    headers = ["figure", "rocketmq_tx", java_name or "Java", "tx / Java", "goal"]
+    rows = []
+    for label, getter, goal in ROWS:
+        a, b = _get(tx, getter), _get(java, getter)
+        ratio = f"{a / b:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else ""
+        cell = (lambda v, r: ("failed" if r and "error" in r else "n/m") if v is None else v)
+        if "SendLatency" in label and ((tx and "error" not in tx and "latency_64" not in tx)
+                                       or (java and "error" not in java and "latency_64" not in java)):
+            cell = (lambda v, r: "skipped" if v is None else v)
+        rows.append([label, cell(a, tx) if tx else "not run", cell(b, java) if java else "not run", ratio, goal])
+    return table(headers, rows)
+
+
+def _commit() -> str:
+    """The rocketmq_tx commit measured (``-dirty`` when the working tree has changes)."""
+    out = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--exclude", "*"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0,
+                        help="seconds per phase after the tool's first figure (which comes about 10 s in)")
+    parser.add_argument("--warmup", type=float, default=15.0,
+                        help="seconds of 64-thread sends before the measured phases (0: none)")
+    parser.add_argument("--no-latency", action="store_true", help="skip the SendLatency (p99) phases")
+    parser.add_argument("--targets", default="java,tx", help="comma-separated, in order: java, tx")
+    parser.add_argument("--java-broker", default=TOOLS_VERSION, help=f"{TOOLS_VERSION} (default) or 4.9.7")
+    parser.add_argument("--java-heap", default="8g",
+                        help="the Java broker's -Xms/-Xmx (default 8g, runbroker.sh's)")
+    parser.add_argument("--tx-mode", default="separate", choices=("separate", "standalone"))
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the stores (bench/.work) and the Java homes with their logs (compat-tests/.work)")
+    args = parser.parse_args()
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    if not targets or set(targets) - {"java", "tx"}:
+        parser.error("--targets takes java and/or tx")
+
+    # The start-up probe's refused connections are expected; keep the blocking client quiet.
+    logging.getLogger("rocketmq_tx").setLevel(logging.ERROR)
+    tools_cp = tools_classpath()
+    started = dt.datetime.now(dt.timezone.utc)
+    results: dict[str, dict] = {}
+    for kind in targets:
+        WORK.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"broker-{kind}-", dir=WORK))
+        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+        target = None
+        load_start = os.getloadavg()[0]
+        try:
+            log(f"{name}: starting (work dir {work}; load average {load_start:.2f})")
+            if kind == "java":
+                target = start_java(args.java_broker, java_broker_classpath(args.java_broker, tools_cp),
+                                    work / "store", args.java_heap)
+            else:
+                target = start_tx(args.tx_mode, work)
+            log(f"{name}: first acknowledged send {target.startup_s:.3f} s after spawn")
+            results[name] = bench_target(target, tools_cp, args.seconds, args.warmup, not args.no_latency)
+        except Exception as e:  # noqa: BLE001 - report the other target anyway
+            traceback.print_exc()
+            results[name] = {"name": name, "error": f"{type(e).__name__}: {e}"}
+        finally:
+            results.setdefault(name, {"name": name, "error": "interrupted"})
+            results[name]["loadavg_1min"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
+            if target is not None:
+                target.stop()
+            if not args.keep and "error" not in results[name]:  # a failed target keeps its logs
+                shutil.rmtree(work, ignore_errors=True)
+                for home in HOMES:
+                    shutil.rmtree(home, ignore_errors=True)
+            HOMES.clear()
+
+    text = report(results) + "\n\n" + "; ".join(
+        f"{n}: load average {r['loadavg_1min'][0]} at start, {r['loadavg_1min'][1]} at end" for n, r in results.items())
+    print(text)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    path = HERE / f"results-{stamp}.json"
+    path.write_text(json.dumps({
+        "started": started.isoformat(), "commit": _commit(),
+        "command": " ".join(["python3", "bench/broker/run.py", *sys.argv[1:]]),
+        "seconds": args.seconds, "warmup_phase_s": args.warmup, "tool_first_report_s": WARMUP,
+        "body_size": BODY_SIZE, "tools": f"rocketmq-example {TOOLS_VERSION}",
+        "cpus": os.cpu_count(), "broker_settings": BROKER_SETTINGS, "broker_jvm": broker_jvm(args.java_heap),
+        "namesrv_jvm": NAMESRV_JVM, "tool_jvm": TOOL_JVM, "results": results, "table": text,
+    }, indent=2) + "\n")
+    log(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
