@@ -183,7 +183,10 @@ class SendMessageProcessor:
                 msg.topic = dlq_topic(group)
                 msg.queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
                 self.topics.create_topic_in_send_message_back_method(msg.topic, DLQ_NUMS_PER_GROUP, _RW)
-                props.pop(MessageConst.PROPERTY_DELAY_TIME_LEVEL, None)
+                # Java's msg.setDelayTimeLevel(0) here is undone when the request's properties
+                # are copied onto the message afterwards: a DELAY the sender set (an orderly
+                # consumer's 3 + reconsumeTimes) stays, so the message reaches the DLQ through
+                # the schedule topic, with DELAY, REAL_TOPIC and REAL_QID in its properties.
         tc = self.topics.select_topic_config(msg.topic)
         if tc is not None and tc.topic_filter_type == "MULTI_TAG":
             msg.sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG

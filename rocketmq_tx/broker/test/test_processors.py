@@ -210,7 +210,9 @@ class SendMessageTests(BrokerTestCase):
         self.assertEqual((tc.read_queue_nums, tc.write_queue_nums), (1, 1))
 
     def test_retry_send_past_max_goes_to_dlq(self) -> None:
-        """reconsumeTimes >= the group's retryMaxTimes (16): stored in %DLQ%g, queue 0."""
+        """reconsumeTimes >= the group's retryMaxTimes (16): bound for %DLQ%g, queue 0. As in
+        Java 4.9 the sender's DELAY is kept (setDelayTimeLevel(0) is undone by the request's
+        properties), so it goes there through the schedule topic."""
         self.controller.topic_config_manager.create_topic_in_send_message_back_method("%RETRY%g", 1, 6)
         response = self.send(topic="%RETRY%g", queue_id=0, reconsume_times=15,
                              body_props=props(DELAY="3", RETRY_TOPIC="T"))
@@ -221,8 +223,9 @@ class SendMessageTests(BrokerTestCase):
                              body_props=props(DELAY="3", RETRY_TOPIC="T"))
         self.assertEqual(response.code, ResponseCode.SUCCESS)
         msg = self.stored(phys)
-        self.assertEqual((msg.topic, msg.queue_id, msg.reconsume_times), ("%DLQ%g", 0, 16))
-        self.assertNotIn("DELAY", msg.properties)
+        self.assertEqual((msg.topic, msg.queue_id, msg.reconsume_times), ("SCHEDULE_TOPIC_XXXX", 2, 16))
+        self.assertEqual((msg.properties["REAL_TOPIC"], msg.properties["REAL_QID"], msg.properties["DELAY"]),
+                         ("%DLQ%g", "0", "3"))
         self.assertEqual(msg.properties["RETRY_TOPIC"], "T")
         dlq = self.controller.topic_config_manager.select_topic_config("%DLQ%g")
         self.assertEqual((dlq.write_queue_nums, dlq.perm), (1, 6))
