@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Hashable
 
 from twisted.application import internet, service
-from twisted.internet import defer
+from twisted.internet import defer, threads
 from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 from twisted.logger import Logger
 
@@ -102,8 +102,8 @@ class BrokerService(service.MultiService):
         self.driver = StoreDriver(c.store, clean=False) if drive_store else None
         self._register_pending = False
         _timer(settings["registerNameServerPeriod"] / 1000.0, self.register_broker_all, reactor, self, now=False)
-        _timer(settings["flushConsumerOffsetInterval"] / 1000.0, c.consumer_offset_manager.persist, reactor, self,
-               now=False)
+        _timer(settings["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets, reactor, self, now=False)
+        self._persisting: Any = None
         _timer(0.1, self._deliver_delayed, reactor, self)
         _timer(10.0, c.schedule_message_service.persist, reactor, self, now=False)
         _timer(10.0, self._scan_channels, reactor, self, now=False)
@@ -147,6 +147,8 @@ class BrokerService(service.MultiService):
             except Exception:
                 log.failure("unregister failed")
         yield defer.maybeDeferred(super().stopService)
+        if self._persisting is not None:
+            yield self._persisting
         for factory in self.factories:
             for proto in list(factory.connections):
                 proto.transport.loseConnection()
@@ -190,6 +192,27 @@ class BrokerService(service.MultiService):
             self.controller.schedule_message_service.deliver_due()
         except Exception:
             log.failure("delay-level delivery failed")
+
+    def _persist_offsets(self) -> Any:
+        """Snapshot the offsets here, write (and fsync) them in a thread: a slow disk must not
+        stall the reactor every 5 s. One write at a time."""
+        if self._persisting is not None or not self.running:
+            return None
+        manager = self.controller.consumer_offset_manager
+        snapshot = manager.encode()
+        self._persisting = self._in_thread(manager.file.persist, snapshot)
+
+        def done(result: Any) -> Any:
+            self._persisting = None
+            return result
+
+        return self._persisting.addBoth(done)
+
+    def _in_thread(self, fn: Any, *args: Any) -> Any:
+        pool = getattr(self.reactor, "getThreadPool", None)
+        if pool is None:  # a test reactor without threads: run it here
+            return defer.maybeDeferred(fn, *args)
+        return threads.deferToThreadPool(self.reactor, pool(), fn, *args)
 
     def _scan_channels(self) -> None:
         self.controller.scan_not_active_channels(self._close_channel)
