@@ -96,7 +96,7 @@ class Broker2Client:
         return True
 
     def notify_consumer_ids_changed(self, channel: Hashable, group: str) -> None:
-        """NOTIFY_CONSUMER_IDS_CHANGED (40), oneway (the service still sends its own)."""
+        """NOTIFY_CONSUMER_IDS_CHANGED (40), oneway: the group's members changed, rebalance now."""
         request = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                                           NotifyConsumerIdsChangedRequestHeader(group).to_ext_fields())
         self.send_oneway(channel, request)

@@ -20,7 +20,9 @@ from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
 from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
-from rocketmq_tx.broker.topicconfig import TopicConfigManager
+from rocketmq_tx.broker.topicconfig import OFFSET_MOVED_EVENT, TopicConfigManager
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
 from rocketmq_tx.store.status import PutMessageStatus
@@ -157,10 +159,24 @@ class BrokerController:
             hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
 
     def log_offset_moved(self, group: str, topic: str, queue_id: int, requested: int, new_offset: int) -> None:
-        """A pull answered PULL_OFFSET_MOVED (Java logs it and, on a master, also stores an
-        OffsetMovedEvent in OFFSET_MOVED_EVENT; only the log is done here)."""
+        """A pull answered PULL_OFFSET_MOVED: log it and, as Java's master does
+        (``generateOffsetMovedEvent``), store an OffsetMovedEvent in OFFSET_MOVED_EVENT."""
         log.warn("PULL_OFFSET_MOVED: group {group} topic {topic} queue {queue} requested offset {requested}, "
                  "new offset {new}", group=group, topic=topic, queue=queue_id, requested=requested, new=new_offset)
+        try:
+            event = {"consumerGroup": group,
+                     "messageQueue": {"brokerName": self.settings["brokerName"], "queueId": queue_id, "topic": topic},
+                     "offsetNew": new_offset, "offsetRequest": requested}
+            props = {MessageConst.PROPERTY_TAGS: group, MessageConst.PROPERTY_KEYS: group,
+                     MessageConst.PROPERTY_DELAY_TIME_LEVEL: "0"}
+            ip, _, port = self.broker_addr.rpartition(":")
+            host = (ip, int(port))
+            msg = MessageExtBrokerInner(
+                OFFSET_MOVED_EVENT, fastjson.dumps(event), properties_to_string(props).encode(), 0, 0, 0,
+                self.now_ms(), host, host, 0, property_map=props)
+            self.put_message(msg)
+        except Exception:  # Java logs and goes on: the pull's answer does not depend on it
+            log.failure("cannot store the OffsetMovedEvent")
 
     def _execute_held_pull(self, pr: Any) -> Any:
         assert self.execute_held_pull is not None

@@ -15,6 +15,7 @@ from twisted.internet import defer, threads
 from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 from twisted.logger import Logger
 
+from rocketmq_tx.broker.broker2client import Broker2Client
 from rocketmq_tx.broker.config import BrokerSettings
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI, namesrv_addresses
@@ -24,8 +25,6 @@ from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
 from rocketmq_tx.net.service import ListeningService
 from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
-from rocketmq_tx.remoting import RemotingCommand, RequestCode
-from rocketmq_tx.remoting.headers.admin import NotifyConsumerIdsChangedRequestHeader
 from rocketmq_tx.store import StoreDriver
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
@@ -73,7 +72,7 @@ class BrokerService(service.MultiService):
         self.reactor = reactor
         self.controller = c = BrokerController(settings, reactor)
         c.on_topic_created = lambda tc: self.schedule_register()
-        c.notify_consumer_ids_changed = self._notify_consumer_ids_changed
+        c.notify_consumer_ids_changed = Broker2Client(c).notify_consumer_ids_changed
         tls = tls or TlsSettings({"tls.server.mode": TlsMode.DISABLED})
         if tls.mode != TlsMode.DISABLED and tls_context is None:
             tls_context = ReloadableServerTLS(tls)
@@ -233,13 +232,3 @@ class BrokerService(service.MultiService):
 
     def _connection_lost(self, proto: RemotingProtocol) -> None:
         self.controller.channel_closed(proto)
-
-    def _notify_consumer_ids_changed(self, channel: Hashable, group: str) -> None:
-        if not isinstance(channel, RemotingProtocol) or not channel.connected:
-            return
-        request = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                          NotifyConsumerIdsChangedRequestHeader(group).to_ext_fields())
-        try:
-            channel.send_oneway(request)
-        except Exception as e:
-            log.info("cannot notify {peer} of group {group} changes: {error}", peer=channel.peer, group=group, error=e)
