@@ -6,6 +6,7 @@ same settings.
 
     python3 bench/broker/run.py [--seconds 20] [--targets java,tx] [--java-broker 5.5.0|4.9.7]
                                 [--tx-mode separate|standalone] [--warmup 15] [--no-latency] [--keep]
+    python3 bench/broker/run.py --tls [--seconds 10] [--warmup 10] [--targets java,tx] ...
 
 For each target, in the order given, on fresh name server + broker processes and an empty
 store (ASYNC_FLUSH, autoCreateTopicEnable=true, Java's defaults otherwise):
@@ -31,6 +32,15 @@ Prints a Markdown table with the ratios rocketmq_tx / Java and writes
 ``bench/broker/results-<UTC timestamp>.json`` (all raw tool lines included).
 
 The rocketmq_tx command lines are built by :func:`tx_command_lines` (one place to adjust).
+
+``--tls`` (TLS compare, issue #7) measures only send TPS: for each target, plaintext and
+then TLS, each on fresh processes, a ``--warmup`` (default 10 s) and the Producer with 64
+threads and 1 thread (``--seconds``, default 10, after the first report). TLS is Java's
+test mode (self-signed, no verification) with the servers enforcing it (JAVA_TLS_SERVER,
+TX_TLS_SERVER; the clients: JAVA_TLS_CLIENT and a BlockingProducer over TLS). It prints
+TLS / plaintext per target and (tx ratio) / (Java ratio), above 1 when TLS costs rocketmq_tx
+less than Java, and writes ``bench/broker/results-tls-<UTC timestamp>.json``. ``--rounds N``
+repeats it, every other round TLS first, and adds the means over the rounds.
 """
 
 from __future__ import annotations
@@ -66,7 +76,9 @@ import rocketmq_java  # noqa: E402
 import txharness  # noqa: E402
 
 from rocketmq_tx.blocking.client import BlockingProducer  # noqa: E402
+from rocketmq_tx.blocking.connection import BlockingRemotingClient  # noqa: E402
 from rocketmq_tx.common.message import Message  # noqa: E402
+from rocketmq_tx.tlsconfig import TlsSettings  # noqa: E402
 
 JAVA_PROJECT = HERE / "java"
 WORK = ROOT / "bench" / ".work"
@@ -110,6 +122,18 @@ TOOL_JVM = ("-server", "-Xms1g", "-Xmx1g", "-Xmn256m", "-XX:+UseG1GC", "-XX:-Omi
             "-XX:-UseLargePages", "-XX:+PerfDisableSharedMem")
 #: benchmark/producer.sh passes this to the Producer (SEND_MESSAGE_V2 headers).
 PRODUCER_PROPS = ("-Dorg.apache.rocketmq.client.sendSmartMsg=true",)
+
+# TLS (--tls): Java's test mode, the configuration Java ships with: the servers present a
+# self-signed certificate and nobody verifies anything; the servers are in enforcing mode,
+# so a plaintext connection is refused and every figure of a TLS run is over TLS.
+#: JVM system properties of the Java name server and broker (the broker also gets tls.enable
+#: so that it registers with the enforcing name server over TLS).
+JAVA_TLS_SERVER = {"tls.server.mode": "enforcing", "tls.test.mode.enable": "true", "tls.config.file": "/nonexistent"}
+#: JVM system properties of the client tools (ClientConfig.useTLS defaults to tls.enable).
+JAVA_TLS_CLIENT = ("-Dtls.enable=true", "-Dtls.test.mode.enable=true", "-Dtls.config.file=/nonexistent")
+#: --set overrides of our name server and broker (tls.test.mode.enable=true is our default too;
+#: the separate broker also gets tls.enable=true, standalone registers over TLS by itself).
+TX_TLS_SERVER = ("tls.server.mode=enforcing", "tls.config.file=")
 
 
 def log(msg: str) -> None:
@@ -177,12 +201,23 @@ class BenchHome(rocketmq_java.JavaHome):
 
 # --------------------------------------------------------------------------- readiness probe
 
+def py_producer(group: str, namesrv_addr: str, tls: bool = False, **kwargs) -> BlockingProducer:
+    """A BlockingProducer (the probe and topic maker); *tls*: over TLS, test mode (no verification)."""
+    producer = BlockingProducer(group, namesrv_addr, **kwargs)
+    if tls:  # BlockingProducer has no TLS option; its remoting client does
+        producer.client.remoting.close()
+        producer.client.remoting = BlockingRemotingClient(
+            connect_timeout=producer.client.connect_timeout, tls=TlsSettings.from_sources({"tls.config.file": ""}))
+    return producer
+
+
 class FirstAck(threading.Thread):
     """Sends one small message through *namesrv_addr* every 20 ms until the broker acknowledges one."""
 
-    def __init__(self, namesrv_addr: str, timeout: float = 180.0) -> None:
+    def __init__(self, namesrv_addr: str, timeout: float = 180.0, tls: bool = False) -> None:
         super().__init__(name="first-ack", daemon=True)
         self.namesrv_addr = namesrv_addr
+        self.tls = tls
         self.timeout = timeout
         self.acked_at: Optional[float] = None
         self.attempts = 0
@@ -191,8 +226,8 @@ class FirstAck(threading.Thread):
 
     def run(self) -> None:
         deadline = time.monotonic() + self.timeout
-        with BlockingProducer("bench_startup_probe", self.namesrv_addr, send_timeout=1.0,
-                              retry_times_when_send_failed=0) as producer:
+        with py_producer("bench_startup_probe", self.namesrv_addr, self.tls, send_timeout=1.0,
+                         retry_times_when_send_failed=0) as producer:
             while not self._cancelled.is_set() and time.monotonic() < deadline:
                 self.attempts += 1
                 try:
@@ -241,7 +276,7 @@ def broker_jvm(heap: str) -> tuple[str, ...]:
                  for a in BROKER_JVM)
 
 
-def start_java(version: str, classpath: str, store: Path, heap: str = "8g") -> Target:
+def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls: bool = False) -> Target:
     ns_home = BenchHome("bench-broker-java-namesrv", NAMESRV_JVM)
     port = jh.free_port()
     conf = ns_home.root / "namesrv.properties"
@@ -249,18 +284,19 @@ def start_java(version: str, classpath: str, store: Path, heap: str = "8g") -> T
                     f"configStorePath={ns_home.root / 'namesrv.conf.store'}\n")
     t = time.monotonic()
     namesrv = rocketmq_java._spawn(classpath, "org.apache.rocketmq.namesrv.NamesrvStartup", ["-c", str(conf)],
-                                   ns_home, r"The Name Server boot success")
+                                   ns_home, r"The Name Server boot success", props=JAVA_TLS_SERVER if tls else None)
     ns_boot = time.monotonic() - t
     addr = f"127.0.0.1:{port}"
     broker = None
-    probe = FirstAck(addr)
+    probe = FirstAck(addr, tls=tls)
     try:
         broker_home = BenchHome("bench-broker-java-broker", broker_jvm(heap))
         probe.start()
         t0 = time.monotonic()
         broker, broker_addr, _ = rocketmq_java.start_broker(
             classpath, addr, broker_name="bench-broker", cluster="BenchCluster", home=broker_home,
-            store_root=store, commitlog_size=1 << 30, extra=BROKER_SETTINGS)
+            store_root=store, commitlog_size=1 << 30, extra=BROKER_SETTINGS,
+            props={**JAVA_TLS_SERVER, "tls.enable": "true"} if tls else None)
         boot_line = time.monotonic() - t0
         startup = probe.result(t0, broker.proc)
     except BaseException:
@@ -276,10 +312,11 @@ def start_java(version: str, classpath: str, store: Path, heap: str = "8g") -> T
 
     return Target(f"Java {version}", addr, broker.pid, namesrv.pid, startup, stop,
                   {"namesrv_boot_s": round(ns_boot, 3), "broker_boot_success_line_s": round(boot_line, 3),
-                   "broker_addr": broker_addr, "broker_jvm": list(broker_jvm(heap))})
+                   "broker_addr": broker_addr, "broker_jvm": list(broker_jvm(heap)), "tls": tls})
 
 
-def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str) -> dict[str, Optional[list[str]]]:
+def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
+                     tls: bool = False) -> dict[str, Optional[list[str]]]:
     """
     THE rocketmq_tx command lines: edit here when the broker's flags settle.
 
@@ -288,7 +325,8 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str)
     the broker is ``twistd -n rocketmq-broker -c broker.conf``; in ``standalone`` mode one
     ``twistd -n rocketmq-standalone`` process is both and is what start-up and RSS measure.
     *work* holds broker.conf (BROKER_SETTINGS + ports + store paths, the keys Java's
-    broker.conf uses) and the store.
+    broker.conf uses) and the store. *tls*: the servers in enforcing mode, test mode
+    (TX_TLS_SERVER), and the separate broker registering over TLS.
     """
     store = work / "store"
     conf = {
@@ -300,11 +338,14 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str)
     conf_path = work / "broker.conf"
     conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
     twistd = txharness.twistd()
+    tls_sets = [a for kv in TX_TLS_SERVER for a in ("--set", kv)] if tls else []
     if mode == "separate":
         return {
             "namesrv": [twistd, "-n", "--pidfile=", "rocketmq-namesrv", "--set", f"listenPort={namesrv_port}",
-                        "--set", "bindAddress=127.0.0.1", "--set", f"kvConfigPath={work / 'kvConfig.json'}"],
-            "broker": [twistd, "-n", "--pidfile=", "rocketmq-broker", "-c", str(conf_path)],
+                        "--set", "bindAddress=127.0.0.1", "--set", f"kvConfigPath={work / 'kvConfig.json'}",
+                        *tls_sets],
+            "broker": [twistd, "-n", "--pidfile=", "rocketmq-broker", "-c", str(conf_path),
+                       *tls_sets, *(["--set", "tls.enable=true"] if tls else [])],
         }
     if mode == "standalone":
         # The in-process name server is namesrvPort/namesrvBindAddress; the broker registers
@@ -313,15 +354,15 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str)
         return {
             "namesrv": None,
             "broker": [twistd, "-n", "--pidfile=", "rocketmq-standalone", "-c", str(conf_path),
-                       "--set", f"namesrvPort={namesrv_port}", "--set", "namesrvBindAddress=127.0.0.1"],
+                       "--set", f"namesrvPort={namesrv_port}", "--set", "namesrvBindAddress=127.0.0.1", *tls_sets],
         }
     raise ValueError(f"unknown tx mode {mode!r}")
 
 
-def start_tx(mode: str, work: Path) -> Target:
+def start_tx(mode: str, work: Path, tls: bool = False) -> Target:
     namesrv_port = jh.free_port()
     broker_port = rocketmq_java.free_port_block()
-    argv = tx_command_lines(work, namesrv_port, broker_port, mode)
+    argv = tx_command_lines(work, namesrv_port, broker_port, mode, tls)
     txharness.WORK.mkdir(exist_ok=True)
     namesrv = None
     ns_boot = None
@@ -335,7 +376,7 @@ def start_tx(mode: str, work: Path) -> Target:
             raise
         ns_boot = time.monotonic() - t
     addr = f"127.0.0.1:{namesrv_port}"
-    probe = FirstAck(addr)
+    probe = FirstAck(addr, tls=tls)
     probe.start()
     t0 = time.monotonic()
     broker = txharness.TxProcess(argv["broker"], work / "broker.log")
@@ -355,7 +396,7 @@ def start_tx(mode: str, work: Path) -> Target:
             namesrv.stop()
 
     return Target("rocketmq_tx", addr, broker.proc.pid, namesrv.proc.pid if namesrv else None, startup, stop,
-                  {"namesrv_boot_s": None if ns_boot is None else round(ns_boot, 3), "mode": mode,
+                  {"namesrv_boot_s": None if ns_boot is None else round(ns_boot, 3), "mode": mode, "tls": tls,
                    "broker_argv": argv["broker"], "namesrv_argv": argv["namesrv"]})
 
 
@@ -455,11 +496,11 @@ def parse_consumer(lines: list[tuple[float, str]], until: float) -> dict:
     }
 
 
-def ensure_topic(namesrv_addr: str, topic: str) -> None:
+def ensure_topic(namesrv_addr: str, topic: str, tls: bool = False) -> None:
     """Create *topic* (4 queues, as the tools' auto-creation would) and wait for its route, so
     that no phase measures topic auto-creation, and a consumer finds its topic at once (it
     would only see an unknown topic at its next route poll, 30 s later)."""
-    with BlockingProducer("bench_topic_maker", namesrv_addr) as p:
+    with py_producer("bench_topic_maker", namesrv_addr, tls) as p:
         p.send(Message(topic=topic, body=b"x" * BODY_SIZE))
         deadline = time.monotonic() + 60
         while True:
@@ -480,11 +521,13 @@ FIRST_REPORT_TIMEOUT = 120.0
 
 
 def run_producer(cp: str, home: rocketmq_java.JavaHome, namesrv_addr: str, topic: str, threads: int,
-                 seconds: float, warmup_only: bool = False) -> dict:
+                 seconds: float, warmup_only: bool = False, tls: bool = False) -> dict:
     """The Producer until its first report (10 s after it starts), then *seconds* more (or,
-    *warmup_only*, just *seconds* from its launch)."""
-    ensure_topic(namesrv_addr, topic)
-    tool = Tool(cp, home, "Producer", producer_args(namesrv_addr, topic, threads), PRODUCER_PROPS)
+    *warmup_only*, just *seconds* from its launch); *tls*: the Producer (and the topic maker)
+    over TLS."""
+    ensure_topic(namesrv_addr, topic, tls)
+    tool = Tool(cp, home, "Producer", producer_args(namesrv_addr, topic, threads),
+                PRODUCER_PROPS + (JAVA_TLS_CLIENT if tls else ()))
     try:
         if not warmup_only:
             tool.wait_for(r"Send TPS", FIRST_REPORT_TIMEOUT)
@@ -628,13 +671,186 @@ def _commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
+def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls: bool,
+             bench: Callable[[Target], dict]) -> dict:
+    """Start a fresh *kind* target (name server + broker, empty store; *tls*: enforcing, test
+    mode), run *bench* on it, stop it; the result carries the load average at start and end, or
+    the error (a failed target keeps its logs)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"broker-{kind}{'-tls' if tls else ''}-", dir=WORK))
+    target = None
+    result: Optional[dict] = None
+    load_start = os.getloadavg()[0]
+    try:
+        log(f"{name}: starting (work dir {work}; load average {load_start:.2f})")
+        if kind == "java":
+            target = start_java(args.java_broker, java_broker_classpath(args.java_broker, tools_cp),
+                                work / "store", args.java_heap, tls)
+        else:
+            target = start_tx(args.tx_mode, work, tls)
+        log(f"{name}: first acknowledged send {target.startup_s:.3f} s after spawn")
+        result = bench(target)
+    except Exception as e:  # noqa: BLE001 - report the other target anyway
+        traceback.print_exc()
+        result = {"name": name, "error": f"{type(e).__name__}: {e}"}
+    finally:
+        if result is None:
+            result = {"name": name, "error": "interrupted"}
+        result["loadavg_1min"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
+        if target is not None:
+            target.stop()
+        if not args.keep and "error" not in result:
+            shutil.rmtree(work, ignore_errors=True)
+            for home in HOMES:
+                shutil.rmtree(home, ignore_errors=True)
+        HOMES.clear()
+    return result
+
+
+# --------------------------------------------------------------------------- TLS compare (--tls)
+
+def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool) -> dict:
+    """--tls: warm-up, then the Producer with 64 threads and with 1 thread, over TLS if *tls*."""
+    home = BenchHome("bench-broker-tools", TOOL_JVM)
+    out: dict = {"name": target.name, "startup_s": round(target.startup_s, 3), **target.info}
+    rss: dict[str, Optional[int]] = {"after_start": rss_kib(target.broker_pid)}
+    mode = "TLS" if tls else "plaintext"
+    if warmup > 0:
+        log(f"{target.name} {mode}: warm-up, Producer, 64 threads, {warmup:.0f} s (not reported)")
+        out["warmup"] = run_producer(cp, home, target.namesrv_addr, "BenchWarmup", 64, warmup, True, tls)
+        out["warmup"].pop("lines", None)
+    for threads in (64, 1):
+        log(f"{target.name} {mode}: Producer, {threads} thread(s), first report + {seconds:.0f} s")
+        out[f"send_{threads}"] = run_producer(cp, home, target.namesrv_addr, f"BenchSend{threads}", threads,
+                                              seconds, tls=tls)
+        rss[f"after_send_{threads}"] = rss_kib(target.broker_pid)
+    out["broker_rss_kib"] = rss
+    return out
+
+
+TLS_ROWS = [
+    # label, getter, goal for (tx TLS/plaintext) / (Java TLS/plaintext)
+    ("send TPS, 64 threads", lambda r: r["send_64"]["send_tps"], ">= 1.0"),
+    ("send TPS, 1 thread", lambda r: r["send_1"]["send_tps"], ">= 1.0"),
+    ("avg RT ms, 64 threads", lambda r: r["send_64"]["avg_rt_ms"], ""),
+    ("avg RT ms, 1 thread", lambda r: r["send_1"]["avg_rt_ms"], ""),
+    ("send failed, 64 + 1 threads (no ratio)", lambda r: sum(r[f"send_{n}"]["send_failed"] + r[f"send_{n}"]["response_failed"]
+                                                  for n in (64, 1)), ""),
+    ("start-up s (spawn to first ack)", lambda r: r["startup_s"], ""),
+]
+
+
+def _ratio(a: object, b: object) -> Optional[float]:
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
+def tls_report(results: dict[str, dict[str, dict]]) -> str:
+    """One row per figure: plaintext, TLS and TLS/plaintext for each target, then
+    (tx TLS/plaintext) / (Java TLS/plaintext): above 1 when TLS costs tx less than Java."""
+    names = list(results)
+    tx_name = "rocketmq_tx" if "rocketmq_tx" in results else None
+    java_name = next((n for n in names if n.startswith("Java")), None)
+    headers = ["figure"]
+    for n in names:
+        headers += [f"{n} plaintext", f"{n} TLS", f"{n} TLS / plaintext"]
+    both = tx_name is not None and java_name is not None
+    if both:
+        headers += ["tx ratio / Java ratio", "goal"]
+    fmt = (lambda v: "" if v is None else f"{v:.3f}")
+    rows = []
+    for label, getter, goal in TLS_ROWS:
+        row: list[object] = [label]
+        ratios = {}
+        for n in names:
+            plain, tls = results[n].get("plain"), results[n].get("tls")
+            a, b = _get(plain, getter), _get(tls, getter)
+            ratios[n] = None if "no ratio" in label else _ratio(b, a)
+            row += ["failed" if a is None and plain and "error" in plain else "n/m" if a is None else a,
+                    "failed" if b is None and tls and "error" in tls else "n/m" if b is None else b,
+                    fmt(ratios[n])]
+        if both:
+            row += [fmt(_ratio(ratios[tx_name], ratios[java_name])), goal]
+        rows.append(row)
+    return table(headers, rows)
+
+
+def _mean_of_rounds(runs: list[dict]) -> dict:
+    """The figures TLS_ROWS reads, averaged over rounds (failures summed); an error if any round failed."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+    out: dict = {"startup_s": round(statistics.fmean(r["startup_s"] for r in runs), 3)}
+    for n in (64, 1):
+        sends = [r[f"send_{n}"] for r in runs]
+        out[f"send_{n}"] = {"send_tps": _mean([s["send_tps"] for s in sends]),
+                            "avg_rt_ms": _mean([s["avg_rt_ms"] for s in sends]),
+                            "send_failed": sum(s["send_failed"] for s in sends),
+                            "response_failed": sum(s["response_failed"] for s in sends)}
+    return out
+
+
+def main_tls(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    seconds = 10.0 if args.seconds is None else args.seconds
+    warmup = 10.0 if args.warmup is None else args.warmup
+    started = dt.datetime.now(dt.timezone.utc)
+    rounds: list[dict[str, dict[str, dict]]] = []
+    for k in range(args.rounds):
+        # odd rounds run TLS first, so that a load drift does not always favour the same mode
+        modes = (False, True) if k % 2 == 0 else (True, False)
+        results: dict[str, dict[str, dict]] = {}
+        for kind in targets:
+            name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+            results[name] = {}
+            for tls in modes:
+                label = f"{name} {'TLS' if tls else 'plaintext'}" + (f" (round {k + 1})" if args.rounds > 1 else "")
+                results[name]["tls" if tls else "plain"] = measured(
+                    kind, label, args, tools_cp, tls,
+                    lambda target, tls=tls: bench_send(target, tools_cp, seconds, warmup, tls))
+        rounds.append(results)
+    parts = []
+    for k, results in enumerate(rounds):
+        loads = "; ".join(f"{n} {'TLS' if m == 'tls' else 'plaintext'}: load average {r['loadavg_1min'][0]} "
+                          f"at start, {r['loadavg_1min'][1]} at end" for n, by_mode in results.items()
+                          for m, r in by_mode.items())
+        head = f"Round {k + 1} ({'plaintext first' if k % 2 == 0 else 'TLS first'}):\n\n" if len(rounds) > 1 else ""
+        parts.append(head + tls_report(results) + "\n\n" + loads)
+    if len(rounds) > 1:
+        mean = {n: {m: _mean_of_rounds([r[n][m] for r in rounds]) for m in ("plain", "tls")} for n in rounds[0]}
+        parts.append(f"Mean of the {len(rounds)} rounds:\n\n" + tls_report(mean))
+    text = "\n\n".join(parts)
+    print(text)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    path = HERE / f"results-tls-{stamp}.json"
+    path.write_text(json.dumps({
+        "started": started.isoformat(), "commit": _commit(),
+        "command": " ".join(["python3", "bench/broker/run.py", *sys.argv[1:]]),
+        "mode": "tls-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup, "tool_first_report_s": WARMUP,
+        "body_size": BODY_SIZE, "tools": f"rocketmq-example {TOOLS_VERSION}", "cpus": os.cpu_count(),
+        "tls": {"java_servers": JAVA_TLS_SERVER, "java_broker_extra": {"tls.enable": "true"},
+                "java_tools": JAVA_TLS_CLIENT, "tx_servers": TX_TLS_SERVER,
+                "tx_broker_extra_separate": "tls.enable=true", "tx_mode": args.tx_mode},
+        "broker_settings": BROKER_SETTINGS, "broker_jvm": broker_jvm(args.java_heap),
+        "namesrv_jvm": NAMESRV_JVM, "tool_jvm": TOOL_JVM,
+        "results": rounds[0] if len(rounds) == 1 else rounds, "table": text,
+    }, indent=2) + "\n")
+    log(f"wrote {path.relative_to(ROOT)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=20.0,
-                        help="seconds per phase after the tool's first figure (which comes about 10 s in)")
-    parser.add_argument("--warmup", type=float, default=15.0,
-                        help="seconds of 64-thread sends before the measured phases (0: none)")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="seconds per phase after the tool's first figure (which comes about 10 s in); "
+                             "default 20, 10 with --tls")
+    parser.add_argument("--warmup", type=float, default=None,
+                        help="seconds of 64-thread sends before the measured phases (0: none); "
+                             "default 15, 10 with --tls")
     parser.add_argument("--no-latency", action="store_true", help="skip the SendLatency (p99) phases")
+    parser.add_argument("--tls", action="store_true",
+                        help="TLS compare: send TPS (Producer, 64 and 1 threads) in plaintext and with TLS "
+                             "for each target, and the ratios TLS / plaintext")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="--tls: repeat the whole comparison N times, every other round TLS first; "
+                             "also prints the means over the rounds")
     parser.add_argument("--targets", default="java,tx", help="comma-separated, in order: java, tx")
     parser.add_argument("--java-broker", default=TOOLS_VERSION, help=f"{TOOLS_VERSION} (default) or 4.9.7")
     parser.add_argument("--java-heap", default="8g",
@@ -650,36 +866,17 @@ def main() -> None:
     # The start-up probe's refused connections are expected; keep the blocking client quiet.
     logging.getLogger("rocketmq_tx").setLevel(logging.ERROR)
     tools_cp = tools_classpath()
+    if args.tls:
+        main_tls(args, targets, tools_cp)
+        return
+    seconds = 20.0 if args.seconds is None else args.seconds
+    warmup = 15.0 if args.warmup is None else args.warmup
     started = dt.datetime.now(dt.timezone.utc)
     results: dict[str, dict] = {}
     for kind in targets:
-        WORK.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f"broker-{kind}-", dir=WORK))
         name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
-        target = None
-        load_start = os.getloadavg()[0]
-        try:
-            log(f"{name}: starting (work dir {work}; load average {load_start:.2f})")
-            if kind == "java":
-                target = start_java(args.java_broker, java_broker_classpath(args.java_broker, tools_cp),
-                                    work / "store", args.java_heap)
-            else:
-                target = start_tx(args.tx_mode, work)
-            log(f"{name}: first acknowledged send {target.startup_s:.3f} s after spawn")
-            results[name] = bench_target(target, tools_cp, args.seconds, args.warmup, not args.no_latency)
-        except Exception as e:  # noqa: BLE001 - report the other target anyway
-            traceback.print_exc()
-            results[name] = {"name": name, "error": f"{type(e).__name__}: {e}"}
-        finally:
-            results.setdefault(name, {"name": name, "error": "interrupted"})
-            results[name]["loadavg_1min"] = [round(load_start, 2), round(os.getloadavg()[0], 2)]
-            if target is not None:
-                target.stop()
-            if not args.keep and "error" not in results[name]:  # a failed target keeps its logs
-                shutil.rmtree(work, ignore_errors=True)
-                for home in HOMES:
-                    shutil.rmtree(home, ignore_errors=True)
-            HOMES.clear()
+        results[name] = measured(kind, name, args, tools_cp, False,
+                                 lambda target: bench_target(target, tools_cp, seconds, warmup, not args.no_latency))
 
     text = report(results) + "\n\n" + "; ".join(
         f"{n}: load average {r['loadavg_1min'][0]} at start, {r['loadavg_1min'][1]} at end" for n, r in results.items())
@@ -689,7 +886,7 @@ def main() -> None:
     path.write_text(json.dumps({
         "started": started.isoformat(), "commit": _commit(),
         "command": " ".join(["python3", "bench/broker/run.py", *sys.argv[1:]]),
-        "seconds": args.seconds, "warmup_phase_s": args.warmup, "tool_first_report_s": WARMUP,
+        "seconds": seconds, "warmup_phase_s": warmup, "tool_first_report_s": WARMUP,
         "body_size": BODY_SIZE, "tools": f"rocketmq-example {TOOLS_VERSION}",
         "cpus": os.cpu_count(), "broker_settings": BROKER_SETTINGS, "broker_jvm": broker_jvm(args.java_heap),
         "namesrv_jvm": NAMESRV_JVM, "tool_jvm": TOOL_JVM, "results": results, "table": text,
