@@ -26,6 +26,7 @@ from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
 from rocketmq_tx.store.status import PutMessageStatus
+from rocketmq_tx.store.store import disk_used_ratio
 
 __all__ = ["BrokerController"]
 
@@ -242,8 +243,8 @@ class BrokerController:
             "runtime": _runtime_text(now - self.boot_timestamp),
             "commitLogMinOffset": str(data["commitLogMinOffset"]),
             "commitLogMaxOffset": str(data["commitLogMaxOffset"]),
-            "commitLogDiskRatio": str(_disk_ratio(self.store_config.store_path_commit_log)),
-            "consumeQueueDiskRatio": str(_disk_ratio(self.store_config.store_path_root_dir)),
+            "commitLogDiskRatio": str(disk_used_ratio(self.store_config.store_path_commit_log)),
+            "consumeQueueDiskRatio": str(disk_used_ratio(self.store_config.store_path_root_dir)),
             "remainTransientStoreBufferNumbs": "0",
             "remainHowManyDataToFlush": str(max(0, data["commitLogMaxOffset"] - data["flushedWhere"])),
         }
@@ -257,13 +258,4 @@ def _runtime_text(ms: int) -> str:
     hours, rest = divmod(rest, 3600)
     minutes, seconds = divmod(rest, 60)
     return f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"
-
-
-def _disk_ratio(path: str) -> float:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return -1.0
-    total = st.f_blocks * st.f_frsize
-    return (total - st.f_bavail * st.f_frsize) / total if total else -1.0
 

@@ -95,7 +95,8 @@ def _total_memory() -> int:
         return 8 << 30
 
 
-def _disk_used_ratio(path: str) -> float:
+def disk_used_ratio(path: str) -> float:
+    """Java ``UtilAll.getDiskPartitionSpaceUsedPercent``: used fraction of *path*'s disk, -1 if unknown."""
     try:
         st = os.statvfs(path)
     except OSError:
@@ -117,7 +118,7 @@ class DefaultMessageStore:
     """
 
     def __init__(self, config: MessageStoreConfig, now: Callable[[], float] = time.time,
-                 disk_used_ratio: Callable[[str], float] = _disk_used_ratio) -> None:
+                 disk_used_ratio: Callable[[str], float] = disk_used_ratio) -> None:
         self.config = config
         self.now = now
         self._disk_used_ratio = disk_used_ratio
