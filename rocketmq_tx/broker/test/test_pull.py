@@ -6,6 +6,7 @@ from twisted.internet.defer import Deferred
 
 from rocketmq_tx.broker.test.test_processors import BrokerTestCase, props
 from rocketmq_tx.broker.test.util import Ctx, heartbeat
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import decode_messages
 from rocketmq_tx.common.route import PermName, TopicConfig
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
@@ -74,6 +75,18 @@ class PullStatusTests(PullTestCase):
         response = self.pull(5)
         self.assertEqual(response.code, ResponseCode.PULL_OFFSET_MOVED)
         self.assertEqual(self.offsets(response), (0, 0, 0))
+
+    def test_offset_moved_event_stored(self) -> None:
+        """PULL_OFFSET_MOVED also stores an OffsetMovedEvent in OFFSET_MOVED_EVENT, as Java's master."""
+        self.put()
+        self.assertEqual(self.pull(7).code, ResponseCode.PULL_OFFSET_MOVED)
+        found = self.store.get_message("x", "OFFSET_MOVED_EVENT", 0, 0, 8)
+        [event] = decode_messages(found.body())
+        self.assertEqual((event.tags, event.keys), ("g", ["g"]))
+        self.assertEqual(fastjson.loads(event.body), {
+            "consumerGroup": "g", "messageQueue": {"brokerName": self.controller.settings["brokerName"],
+                                                   "queueId": 0, "topic": TOPIC},
+            "offsetNew": 0, "offsetRequest": 7})
 
     def test_caught_up(self) -> None:
         self.put()
