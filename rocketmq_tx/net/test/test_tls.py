@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import os
 import socket
 
@@ -115,6 +117,32 @@ class TlsServerTests(TestCase):
         with self.assertRaises(Exception):
             yield self.echo(self.client(stranger))
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
+        self.flushLoggedErrors()
+
+    @defer.inlineCallbacks
+    def test_expired_certificates_refused(self):  # type: ignore[no-untyped-def]
+        """An expired client certificate (mutual TLS) and an expired server certificate are refused;
+        the server keeps serving good clients."""
+        past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)
+        expired_client = issue(self.pki["ca"], "old client", [], client=True, not_after=past)
+        expired_server = issue(self.pki["ca"], "old server", ["127.0.0.1"], not_after=past)
+        for name, issued in (("old-client", expired_client), ("old-server", expired_server)):
+            with open(self.path(name + ".pem"), "wb") as f:
+                f.write(issued.cert_pem())
+            with open(self.path(name + ".key"), "wb") as f:
+                f.write(issued.key_pem(None))
+        yield self.serve("enforcing", self.server_settings(**{"tls.server.need.client.auth": "require",
+                                                              "tls.server.authClient": "true"}))
+        old = self.client_settings(**{"tls.client.certPath": self.path("old-client.pem"),
+                                      "tls.client.keyPath": self.path("old-client.key")})
+        with self.assertRaises(Exception):
+            yield self.echo(self.client(old))
+        self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
+        # A client that checks the server refuses a server certificate past its date.
+        yield self.serve("enforcing", self.server_settings(**{"tls.server.certPath": self.path("old-server.pem"),
+                                                              "tls.server.keyPath": self.path("old-server.key")}))
+        with self.assertRaises(Exception):
+            yield self.echo(self.client(self.client_settings()))
         self.flushLoggedErrors()
 
     @defer.inlineCallbacks
