@@ -128,7 +128,7 @@ class InMemoryMessageStore:
         result = GetMessageResult(next_begin_offset=offset)
         q = self.queues.get((topic, queue_id))
         if q is None:
-            result.status = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+            result.status = GetMessageStatus.NO_MESSAGE_IN_QUEUE  # as Java, which creates the queue on lookup
             result.next_begin_offset = 0
             return result
         result.max_offset = len(q)
@@ -139,7 +139,7 @@ class InMemoryMessageStore:
         elif offset == len(q):
             result.status = GetMessageStatus.OFFSET_OVERFLOW_ONE
         elif offset > len(q):
-            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, 0
+            result.status, result.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, len(q)
         else:
             result.status = GetMessageStatus.NO_MATCHED_MESSAGE
             i = offset

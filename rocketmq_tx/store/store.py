@@ -728,7 +728,9 @@ class DefaultMessageStore:
         next_begin = offset
         min_offset = max_offset = 0
         if cq is None:
-            status = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+            # Java's findConsumeQueue creates the queue on lookup, so a queue that never held a
+            # message answers NO_MESSAGE_IN_QUEUE; we say the same without creating files.
+            status = GetMessageStatus.NO_MESSAGE_IN_QUEUE
             next_begin = self._correct(offset, 0)
         else:
             min_offset = cq.get_min_offset_in_queue()
@@ -744,7 +746,8 @@ class DefaultMessageStore:
                 next_begin = self._correct(offset, offset)
             elif offset > max_offset:
                 status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
-                next_begin = self._correct(offset, min_offset if min_offset == 0 else max_offset)
+                # 4.9.x corrects to the max offset (5.x to the min offset when it is 0).
+                next_begin = self._correct(offset, max_offset)
             else:
                 buf = cq.get_index_buffer(offset)
                 if buf is None:

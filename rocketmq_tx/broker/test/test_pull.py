@@ -67,8 +67,6 @@ class PullStatusTests(PullTestCase):
 
     def test_empty_queue(self) -> None:
         """No message yet: PULL_NOT_FOUND at 0, PULL_OFFSET_MOVED (next 0) anywhere else."""
-        # (The remark is the store status: Java's store creates the queue on read and says
-        # NO_MESSAGE_IN_QUEUE; ours does not create it and says NO_MATCHED_LOGIC_QUEUE.)
         response = self.pull(0)
         self.assertEqual(response.code, ResponseCode.PULL_NOT_FOUND)
         self.assertEqual(self.offsets(response), (0, 0, 0))
@@ -86,7 +84,7 @@ class PullStatusTests(PullTestCase):
         self.assertEqual(fastjson.loads(event.body), {
             "consumerGroup": "g", "messageQueue": {"brokerName": self.controller.settings["brokerName"],
                                                    "queueId": 0, "topic": TOPIC},
-            "offsetNew": 0, "offsetRequest": 7})
+            "offsetNew": 1, "offsetRequest": 7})
 
     def test_caught_up(self) -> None:
         self.put()
@@ -98,7 +96,7 @@ class PullStatusTests(PullTestCase):
         self.put()
         response = self.pull(7)
         self.assertEqual((response.code, response.remark), (ResponseCode.PULL_OFFSET_MOVED, "OFFSET_OVERFLOW_BADLY"))
-        self.assertEqual(self.offsets(response)[0], 0)  # min offset 0: start over
+        self.assertEqual(self.offsets(response)[0], 1)  # 4.9: corrected to the max offset
 
     def test_too_small(self) -> None:
         for _ in range(3):

@@ -46,7 +46,7 @@ class MessageStoreContractMixin:
         self.assertEqual(self.store.get_message("g", "TopicTest", 0, 9, 32).status,
                          GetMessageStatus.OFFSET_OVERFLOW_BADLY)
         self.assertEqual(self.store.get_message("g", "Nope", 0, 0, 32).status,
-                         GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
+                         GetMessageStatus.NO_MESSAGE_IN_QUEUE)
         self.assertEqual(self.store.look_message_by_offset(ids[2].wrote_offset).body, b"2")
         q = self.store.query_message("TopicTest", "k3", 32, 0, int(self.clock() * 1000))
         self.assertEqual(decode_messages(b"".join(q.message_buffers))[0].body, b"3")
