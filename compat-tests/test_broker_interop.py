@@ -565,6 +565,10 @@ def test_no_long_stalls(broker):
     """Runs after the scenarios above on the shared broker: no route query during them took
     3 s or more (Java's default timeout for name server calls)."""
     probe = broker.probe
+    # The module's broker may be fresh here (pytest regroups by Java version): let it probe.
+    deadline = time.monotonic() + 15
+    while probe.count < 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert probe.count > 0
     assert not [s for s in probe.slow if s[1] < 0 or s[1] >= 3.0], probe.slow
     if os.environ.get("BROKER_INTEROP_TIMINGS"):

@@ -187,19 +187,20 @@ def test_certificate_rotation_with_java_consumer(java_classpath_4, tmp_path):
         consumer = jh.start_java(java_classpath_4, "ClientPeer",
                                  ["consume", ns, topic, f"RotateGroup{time.time_ns() % 100000}", "20", "150"],
                                  jvm_args=(*jh.DEFAULT_JVM_ARGS, *java_tls(both)))
-        bodies: set[str] = set()
+        # ClientPeer's bodies repeat across runs ("java-<i>"): count distinct message ids.
+        received: set[str] = set()
 
         def receive(n: int, timeout: float = 90.0) -> None:
             deadline = time.monotonic() + timeout
-            while len(bodies) < n:
+            while len(received) < n:
                 try:
                     line = consumer.readline(max(0.1, deadline - time.monotonic()))
                 except TimeoutError:
                     line = None
                 assert line is not None and time.monotonic() < deadline, (
-                    len(bodies), consumer.stderr_path.read_text(errors="replace")[-4000:])
-                if line.startswith("{") and "body" in line:
-                    bodies.add(json.loads(line)["body"])
+                    len(received), consumer.stderr_path.read_text(errors="replace")[-4000:])
+                if line.startswith("{") and "msgId" in line:
+                    received.add(json.loads(line)["msgId"])
 
         receive(10)
         broker = ("127.0.0.1", proc.port)
