@@ -4,7 +4,9 @@ TLS with the official Java peers (4.9.x; the broker-side proofs come with the br
 * a Java broker with ``-Dtls.enable=true`` registers with our name server in enforcing
   mode, and mqadmin over TLS sees it; plaintext mqadmin is refused;
 * our Twisted and blocking clients query a Java name server in enforcing mode, and are
-  refused in plaintext.
+  refused in plaintext;
+* our blocking producer and pull client send and read through a Java name server and
+  broker that both enforce TLS.
 Both sides run Java's test mode (self-signed certificates, no verification), the
 configuration Java ships with.
 """
@@ -14,12 +16,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
 import rocketmq_java as rj
 import txharness as txh
 from rocketmq_tx.blocking import BlockingRemotingClient
+from rocketmq_tx.blocking.client import BlockingProducer, BlockingPullClient
+from rocketmq_tx.common.message import Message
 from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError, RequestCode
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.tlsconfig import TlsSettings
@@ -88,4 +93,40 @@ def test_tx_clients_against_java_tls_namesrv(java_classpath_4):
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert "CODE 0" in out.stdout, out.stdout + out.stderr
     finally:
+        ns.stop()
+
+
+def test_tx_producer_and_pull_over_tls_to_java(java_classpath_4):
+    """Our blocking producer and pull client with ``tls=`` against a Java name server and broker
+    that both enforce TLS; without TLS they are refused."""
+    java_tls = {"tls.server.mode": "enforcing", "tls.enable": "true", "tls.test.mode.enable": "true",
+                "tls.config.file": "/nonexistent"}
+    ns, addr, _ = rj.start_namesrv(java_classpath_4, props=java_tls)
+    broker = None
+    try:
+        broker, _, home = rj.start_broker(java_classpath_4, addr, broker_name="broker-tls", props=java_tls)
+        tls = TlsSettings.from_sources({"tls.config.file": "", "tls.enable": "true"})
+        topic = f"TxTlsTopic{time.time_ns() % 100000}"
+        with BlockingProducer("tx_tls_pg", addr, tls=tls) as producer:
+            deadline = time.monotonic() + 60
+            while True:  # the broker's registration reaches the name server a moment after boot
+                try:
+                    results = [producer.send(Message(topic, b"tls-%d" % i)) for i in range(5)]
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+            assert {r.send_status.name for r in results} == {"SEND_OK"}
+        with BlockingPullClient("tx_tls_cg", addr, tls=tls) as puller:
+            bodies = []
+            for mq in puller.fetch_queues(topic):
+                bodies += [m.body for m in puller.pull(mq, 0, 32).msg_found_list]
+            assert sorted(bodies) == [b"tls-%d" % i for i in range(5)]
+        with BlockingPullClient("tx_plain_cg", addr) as plain:
+            with pytest.raises(Exception):
+                plain.fetch_queues(topic)
+    finally:
+        if broker is not None:
+            broker.stop()
         ns.stop()

@@ -41,6 +41,7 @@ from rocketmq_tx.remoting.api import (
 from rocketmq_tx.remoting.codes import ResponseCode
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["BlockingMQClient", "BlockingProducer", "BlockingPullClient", "MessageQueueSelector"]
 
@@ -60,10 +61,12 @@ class BlockingMQClient:
     :param namesrv_addr: ``"host:port;host:port"``; a failing name server is skipped.
     :param timeout: seconds per request (Java ``mqClientApiTimeout``).
     :param client_id: defaults to ``ip@pid#nanotime``.
+    :param tls: talk TLS to name servers and brokers (Java's ``setUseTLS(true)``) with these
+        ``tls.client.*`` settings.
     """
 
     def __init__(self, namesrv_addr: str, *, timeout: float = 3.0, connect_timeout: float = 3.0,
-                 client_id: str | None = None, route_ttl: float = ROUTE_TTL) -> None:
+                 client_id: str | None = None, route_ttl: float = ROUTE_TTL, tls: TlsSettings | None = None) -> None:
         self.namesrv_addr = namesrv_addr
         self.timeout = timeout
         self.connect_timeout = connect_timeout
@@ -71,14 +74,15 @@ class BlockingMQClient:
         self._given_client_id = client_id
         self.client_id = client_id or make_client_id()
         self.namesrvs = NameServerList(namesrv_addr)
-        self.remoting = BlockingRemotingClient(connect_timeout=connect_timeout)
+        self.tls = tls
+        self.remoting = BlockingRemotingClient(connect_timeout=connect_timeout, tls=tls)
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._brokers: dict[str, str] = {}
         self._lock = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"namesrv_addr": self.namesrv_addr, "timeout": self.timeout, "connect_timeout": self.connect_timeout,
-                "client_id": self._given_client_id, "route_ttl": self.route_ttl}
+                "client_id": self._given_client_id, "route_ttl": self.route_ttl, "tls": self.tls}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.pop("namesrv_addr"), **state)  # type: ignore[misc]
@@ -206,14 +210,14 @@ class BlockingProducer:
     def __init__(self, group: str, namesrv_addr: str, *, send_timeout: float = 3.0,
                  retry_times_when_send_failed: int = 2, compress_over: int = 4096,
                  max_message_size: int = 4 * 1024 * 1024, client_id: str | None = None,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS, tls: TlsSettings | None = None) -> None:
         self.group = group
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.compress_over = compress_over
         self.max_message_size = max_message_size
         self.default_topic_queue_nums = default_topic_queue_nums
-        self.client = BlockingMQClient(namesrv_addr, timeout=send_timeout, client_id=client_id)
+        self.client = BlockingMQClient(namesrv_addr, timeout=send_timeout, client_id=client_id, tls=tls)
         self.ids = UniqueKeyGenerator()
         self._publish: dict[str, tuple[float, TopicPublishInfo]] = {}
 
@@ -221,7 +225,8 @@ class BlockingProducer:
         return {"group": self.group, "namesrv_addr": self.client.namesrv_addr, "send_timeout": self.send_timeout,
                 "retry_times_when_send_failed": self.retry_times_when_send_failed,
                 "compress_over": self.compress_over, "max_message_size": self.max_message_size,
-                "client_id": self.client._given_client_id, "default_topic_queue_nums": self.default_topic_queue_nums}
+                "client_id": self.client._given_client_id, "default_topic_queue_nums": self.default_topic_queue_nums,
+                "tls": self.client.tls}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.pop("group"), state.pop("namesrv_addr"), **state)  # type: ignore[misc]
@@ -336,14 +341,15 @@ class BlockingPullClient:
     :param group: the consumer group (offsets and the broker's subscription bookkeeping).
     """
 
-    def __init__(self, group: str, namesrv_addr: str, *, timeout: float = 3.0, client_id: str | None = None) -> None:
+    def __init__(self, group: str, namesrv_addr: str, *, timeout: float = 3.0, client_id: str | None = None,
+                 tls: TlsSettings | None = None) -> None:
         self.group = group
-        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id)
+        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls)
         self._subscriptions: dict[tuple[str, str], SubscriptionData] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"group": self.group, "namesrv_addr": self.client.namesrv_addr, "timeout": self.client.timeout,
-                "client_id": self.client._given_client_id}
+                "client_id": self.client._given_client_id, "tls": self.client.tls}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.pop("group"), state.pop("namesrv_addr"), **state)  # type: ignore[misc]

@@ -28,6 +28,7 @@ from rocketmq_tx.remoting import RemotingCommand
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import ConsumerData, HeartbeatData, MQClientError
 from rocketmq_tx.remoting.errors import RemotingError
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["MQClientInstance", "POLL_NAME_SERVER_INTERVAL", "HEARTBEAT_BROKER_INTERVAL"]
 
@@ -52,13 +53,13 @@ class MQClientInstance:
     def __init__(self, reactor: IReactorTime, namesrv_addr: str, *, client_id: str | None = None,
                  timeout: float = 3.0, remoting: RemotingClient | None = None,
                  poll_name_server_interval: float = POLL_NAME_SERVER_INTERVAL,
-                 heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL) -> None:
+                 heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL, tls: TlsSettings | None = None) -> None:
         self.reactor = reactor
         self.client_id = client_id or make_client_id()
         self.timeout = timeout
         self.namesrvs = NameServerList(namesrv_addr)
         self.processors = remoting.processors if remoting is not None else ProcessorTable()
-        self.remoting = remoting or RemotingClient(reactor, self.processors)  # type: ignore[arg-type]
+        self.remoting = remoting or RemotingClient(reactor, self.processors, tls=tls)  # type: ignore[arg-type]
         self.poll_name_server_interval = poll_name_server_interval
         self.heartbeat_interval = heartbeat_interval
         #: topic -> its last route

@@ -22,6 +22,7 @@ from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import ConsumerData, MQClientError, PullStatus, SubscriptionData
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["LitePullConsumer", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"]
 
@@ -47,7 +48,8 @@ class LitePullConsumer:
     """
 
     def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
-                 instance: MQClientInstance | None = None, pull_batch_size: int = 10, auto_commit: bool = True,
+                 instance: MQClientInstance | None = None, tls: TlsSettings | None = None,
+                 pull_batch_size: int = 10, auto_commit: bool = True,
                  auto_commit_interval: float = 5.0, consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
                  poll_interval: float = 0.2, timeout: float = 3.0, consume_timestamp_ms: int | None = None) -> None:
         if reactor is None and instance is None:
@@ -56,7 +58,7 @@ class LitePullConsumer:
             reactor = default_reactor
         self.group = group
         self._own_instance = instance is None
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls)
         self.reactor = self.instance.reactor
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit

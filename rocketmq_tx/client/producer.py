@@ -23,6 +23,7 @@ from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import AUTO_CREATE_TOPIC_KEY, MQClientError, SendResult
 from rocketmq_tx.remoting.codes import ResponseCode
 from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["Producer"]
 
@@ -37,13 +38,15 @@ class Producer:
     :param namesrv_addr: ``"a:9876;b:9876"`` (ignored when *instance* is given).
     :param reactor: the reactor (default: the global one).
     :param instance: share a client instance with other producers and consumers.
+    :param tls: use TLS (Java's ``setUseTLS(true)``) with these ``tls.client.*`` settings.
     :param send_timeout: seconds for one send, retries included.
     :param retry_times_when_send_failed: extra attempts, on another broker when possible.
     :param compress_over: bodies of at least this many bytes are zlib-compressed.
     """
 
     def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
-                 instance: MQClientInstance | None = None, send_timeout: float = 3.0,
+                 instance: MQClientInstance | None = None, tls: TlsSettings | None = None,
+                 send_timeout: float = 3.0,
                  retry_times_when_send_failed: int = 2, compress_over: int = 4096,
                  max_message_size: int = 4 * 1024 * 1024, default_topic_queue_nums: int = 4) -> None:
         if reactor is None and instance is None:
@@ -52,7 +55,7 @@ class Producer:
             reactor = default_reactor
         self.group = group
         self._own_instance = instance is None
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=send_timeout)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=send_timeout, tls=tls)
         self.reactor = self.instance.reactor
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed

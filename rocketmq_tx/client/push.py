@@ -39,6 +39,7 @@ from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
 from rocketmq_tx.remoting import RemotingCommand, RequestCode
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, ConsumerData, MQClientError, PullStatus, SubscriptionData
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["PushConsumer", "ConsumeStatus", "CLUSTERING", "BROADCASTING"]
 
@@ -125,7 +126,8 @@ class PushConsumer:
     """
 
     def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
-                 instance: MQClientInstance | None = None, consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
+                 instance: MQClientInstance | None = None, tls: TlsSettings | None = None,
+                 consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
                  pull_batch_size: int = 32, consume_batch_size: int = 1, allocate: str = "AVG",
                  max_reconsume_times: int = -1, rebalance_interval: float = 20.0,
                  persist_interval: float = 5.0, timeout: float = 3.0, consume_timestamp_ms: int | None = None,
@@ -136,7 +138,7 @@ class PushConsumer:
             reactor = default_reactor
         self.group = group
         self._own_instance = instance is None
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls)
         self.reactor = self.instance.reactor
         self.consume_from_where = consume_from_where
         self.pull_batch_size = pull_batch_size

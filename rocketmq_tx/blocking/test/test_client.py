@@ -128,6 +128,17 @@ class ProducerTests(Base):
         self.assertEqual(copy.retry_times_when_send_failed, 5)
         self.assertEqual(copy.send(Message("T", b"y")).send_status, SendStatus.SEND_OK)
 
+    def test_pickle_keeps_tls(self) -> None:
+        """The TLS settings travel with a pickled producer or pull client (Spark executors)."""
+        from rocketmq_tx.blocking.client import BlockingProducer, BlockingPullClient
+        from rocketmq_tx.tlsconfig import TlsSettings
+
+        tls = TlsSettings.from_sources({"tls.config.file": "", "tls.enable": "true"})
+        for client in (BlockingProducer("g", "127.0.0.1:1", tls=tls), BlockingPullClient("g", "127.0.0.1:1", tls=tls)):
+            copy = pickle.loads(pickle.dumps(client))
+            self.assertTrue(copy.client.tls["tls.enable"])
+            self.assertIsNotNone(copy.client.remoting.tls)
+
 
 class NameServerFailoverTests(Base):
     namesrvs = 2
