@@ -13,11 +13,13 @@ import contextlib
 import os
 import socket
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Optional, Sequence
 
 import javaharness as jh
+from rocketmq_tx.blocking.client import BlockingMQClient
 
 __all__ = ["JavaHome", "JavaCluster", "start_namesrv", "start_broker", "java_cluster", "mqadmin", "free_port_block"]
 
@@ -165,6 +167,21 @@ class JavaCluster:
         return self.broker.stop(grace=30)
 
 
+def wait_for_registration(namesrv_addr: str, timeout: float = 60.0) -> None:
+    """Until the name server routes TBW102: a broker logs "boot success" before its first
+    registration has reached the name server, and a producer started in between fails."""
+    deadline = time.monotonic() + timeout
+    with BlockingMQClient(namesrv_addr) as client:
+        while True:
+            try:
+                client.route("TBW102", refresh=True)
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def java_cluster(classpath: str, store_root: Path, *, commitlog_size: int = 1 << 20,
                  extra: Optional[Mapping[str, str]] = None, port: Optional[int] = None,
@@ -176,6 +193,7 @@ def java_cluster(classpath: str, store_root: Path, *, commitlog_size: int = 1 <<
         broker, broker_addr, _ = start_broker(
             classpath, namesrv_addr, broker_name="compat-broker", cluster="CompatCluster", extra=extra, home=home,
             store_root=store_root, port=port, commitlog_size=commitlog_size, jvm_extra=jvm_extra)
+        wait_for_registration(namesrv_addr)
         yield JavaCluster(namesrv, broker, namesrv_addr, int(broker_addr.rsplit(":", 1)[1]), home)
     finally:
         if broker is not None:
