@@ -145,6 +145,10 @@ class BrokerController:
 
     def _message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
         # Runs under the store's put lock: record only, wake the parked pulls next turn.
+        # With nothing parked there is nobody to wake (a pull parks only after reading the
+        # store on this same thread), so the per-message path stays a single check.
+        if not self.pull_request_hold_service.table:
+            return
         self._arrivals.append((topic, queue_id, max_offset, tags_code))
         if not self._arrivals_scheduled:
             self._arrivals_scheduled = True

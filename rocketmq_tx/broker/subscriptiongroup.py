@@ -6,8 +6,8 @@ created on first use when ``autoCreateSubscriptionGroup`` (and always for system
 
 from __future__ import annotations
 
-from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
+from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
 from rocketmq_tx.store.configfile import ConfigFile
 
 __all__ = ["SubscriptionGroupManager", "is_sys_consumer_group"]
@@ -32,25 +32,16 @@ class SubscriptionGroupManager:
     def __init__(self, path: str, auto_create: bool = True) -> None:
         self.file = ConfigFile(path)
         self.auto_create = auto_create
-        self.data_version = DataVersion()
-        self.data_version.next_version()
-        self.data_version.counter = 0
+        self.data_version = new_data_version()
         self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {}
         for name, broadcast in _BUILT_IN:
             self.subscription_group_table[name] = SubscriptionGroupConfig(name, consume_broadcast_enable=broadcast)
 
     def load(self) -> bool:
-        data = self.file.load()
-        if data is None:
-            return True
-        try:
-            for name, value in dict(data.get("subscriptionGroupTable") or {}).items():
-                self.subscription_group_table[str(name)] = SubscriptionGroupConfig.from_json(value)
-            if data.get("dataVersion"):
-                self.data_version = DataVersion.from_json(data["dataVersion"])
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return False
-        return True
+        ok, version = load_versioned_table(self.file, "subscriptionGroupTable", SubscriptionGroupConfig.from_json, self.subscription_group_table)
+        if version is not None:
+            self.data_version = version
+        return ok
 
     def encode(self) -> dict:
         """``SubscriptionGroupWrapper``: subscriptionGroup.json and GET_ALL_SUBSCRIPTIONGROUP_CONFIG."""

@@ -11,7 +11,8 @@ import os
 import re
 from typing import Callable, Iterable
 
-from rocketmq_tx.common.route import DataVersion, PermName, TopicConfig
+from rocketmq_tx.common.route import PermName, TopicConfig
+from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
 from rocketmq_tx.store.configfile import ConfigFile
 
 __all__ = [
@@ -93,9 +94,7 @@ class TopicConfigManager:
         self.file = ConfigFile(path)
         self.settings = settings
         self.on_created = on_created
-        self.data_version = DataVersion()
-        self.data_version.next_version()
-        self.data_version.counter = 0
+        self.data_version = new_data_version()
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.system_topics: set[str] = set(_BASE_SYSTEM_TOPICS)
         self._add_system_topics()
@@ -123,17 +122,10 @@ class TopicConfigManager:
     # ------------------------------------------------------------------ persistence
 
     def load(self) -> bool:
-        data = self.file.load()
-        if data is None:
-            return True
-        try:
-            for name, value in dict(data.get("topicConfigTable") or {}).items():
-                self.topic_config_table[str(name)] = TopicConfig.from_json(value)
-            if data.get("dataVersion"):
-                self.data_version = DataVersion.from_json(data["dataVersion"])
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return False
-        return True
+        ok, version = load_versioned_table(self.file, "topicConfigTable", TopicConfig.from_json, self.topic_config_table)
+        if version is not None:
+            self.data_version = version
+        return ok
 
     def encode(self) -> dict:
         """``TopicConfigSerializeWrapper``: what topics.json and GET_ALL_TOPIC_CONFIG hold."""
