@@ -14,6 +14,7 @@ from zope.interface import implementer
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.longpolling import PullRequest
 from rocketmq_tx.broker.remarks import suggest_todo
+from rocketmq_tx.common.route import PermName
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
 from rocketmq_tx.remoting import RemotingCommand, ResponseCode
 from rocketmq_tx.remoting.api import SubscriptionData
@@ -72,7 +73,7 @@ class PullMessageProcessor:
         c = self.controller
         s = self.settings
         header = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
-        if not s["brokerPermission"] & 0x4:
+        if not PermName.is_readable(s["brokerPermission"]):
             return request.make_response(ResponseCode.NO_PERMISSION,
                                          f"the broker[{s['brokerIP1']}] pulling message is forbidden")
         sgc = c.subscription_group_manager.find_subscription_group_config(header.consumer_group)
@@ -91,7 +92,7 @@ class PullMessageProcessor:
         if tc is None:
             return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
                                          f"topic[{header.topic}] not exist, apply first please! " + suggest_todo())
-        if not tc.perm & 0x4:
+        if not PermName.is_readable(tc.perm):
             return request.make_response(ResponseCode.NO_PERMISSION,
                                          f"the topic[{header.topic}] pulling message is forbidden")
         if header.queue_id < 0 or header.queue_id >= tc.read_queue_nums:
