@@ -87,7 +87,7 @@ class Standalone:
 
     def start(self) -> None:
         WORK.mkdir(exist_ok=True)
-        args = [twistd(), "-n", "--pidfile=", "rocketmq-standalone",
+        args = [*twistd(), "-n", "--pidfile=", "rocketmq-standalone",
                 "--set", f"namesrvPort={self.ns_port}", "--set", "namesrvBindAddress=127.0.0.1",
                 "--set", f"listenPort={self.port}", "--set", "bindAddress=127.0.0.1",
                 "--set", f"storePathRootDir={self.store}", "--set", "brokerIP1=127.0.0.1",

@@ -65,7 +65,7 @@ def _settings_args(settings: Mapping[str, object]) -> list[str]:
 def _spawn(plugin: str, args: Sequence[str], label: str) -> txh.TxProcess:
     txh.WORK.mkdir(exist_ok=True)
     log_path = txh.WORK / f"{label}-{os.getpid()}-{time.monotonic_ns()}.log"
-    return txh.TxProcess([txh.twistd(), "-n", "--pidfile=", plugin, *args], log_path)
+    return txh.TxProcess([*txh.twistd(), "-n", "--pidfile=", plugin, *args], log_path)
 
 
 def _broker_settings(store: Path, name: str, port: int, cluster: str, extra: Optional[Mapping[str, object]]) -> dict:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Optional, Sequence
+
+from rocketmq_tx.testing import twistd_argv
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
@@ -78,11 +79,9 @@ class TxProcess:
         return self.proc.returncode
 
 
-def twistd() -> str:
-    exe = shutil.which("twistd") or os.path.join(os.path.dirname(sys.executable), "twistd")
-    if not os.path.exists(exe):
-        raise RuntimeError("twistd not found: install the package (pip install -e .)")
-    return exe
+def twistd() -> list[str]:
+    """The argv prefix that runs twistd under this interpreter."""
+    return twistd_argv()
 
 
 def start_twistd(plugin: str, args: Sequence[str], label: Optional[str] = None) -> TxProcess:
@@ -90,7 +89,7 @@ def start_twistd(plugin: str, args: Sequence[str], label: Optional[str] = None) 
     WORK.mkdir(exist_ok=True)
     label = label or plugin
     log_path = WORK / f"{label}-{os.getpid()}-{time.monotonic_ns()}.log"
-    proc = TxProcess([twistd(), "-n", "--pidfile=", plugin, *args], log_path)
+    proc = TxProcess([*twistd(), "-n", "--pidfile=", plugin, *args], log_path)
     try:
         if plugin == "rocketmq-standalone":
             # Two servers in one process: the name server listens first, then the broker.

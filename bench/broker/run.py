@@ -341,10 +341,10 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
     tls_sets = [a for kv in TX_TLS_SERVER for a in ("--set", kv)] if tls else []
     if mode == "separate":
         return {
-            "namesrv": [twistd, "-n", "--pidfile=", "rocketmq-namesrv", "--set", f"listenPort={namesrv_port}",
+            "namesrv": [*twistd, "-n", "--pidfile=", "rocketmq-namesrv", "--set", f"listenPort={namesrv_port}",
                         "--set", "bindAddress=127.0.0.1", "--set", f"kvConfigPath={work / 'kvConfig.json'}",
                         *tls_sets],
-            "broker": [twistd, "-n", "--pidfile=", "rocketmq-broker", "-c", str(conf_path),
+            "broker": [*twistd, "-n", "--pidfile=", "rocketmq-broker", "-c", str(conf_path),
                        *tls_sets, *(["--set", "tls.enable=true"] if tls else [])],
         }
     if mode == "standalone":
@@ -353,7 +353,7 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
         conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items() if k != "namesrvAddr"))
         return {
             "namesrv": None,
-            "broker": [twistd, "-n", "--pidfile=", "rocketmq-standalone", "-c", str(conf_path),
+            "broker": [*twistd, "-n", "--pidfile=", "rocketmq-standalone", "-c", str(conf_path),
                        "--set", f"namesrvPort={namesrv_port}", "--set", "namesrvBindAddress=127.0.0.1", *tls_sets],
         }
     raise ValueError(f"unknown tx mode {mode!r}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterable
 from socket import AF_INET6, inet_ntoa, inet_ntop
 from typing import Final, Union
 

@@ -176,7 +176,7 @@ class InMemoryMessageStore:
         return len(self.queues.get((topic, queue_id), ()))
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        return 0 if (topic, queue_id) in self.queues else -1
+        return 0
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         q = self.queues.get((topic, queue_id), [])

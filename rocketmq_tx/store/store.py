@@ -834,8 +834,9 @@ class DefaultMessageStore:
         return cq.get_max_offset_in_queue() if cq is not None else 0
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        # Java's findConsumeQueue creates the queue, so an unused one answers 0, never -1.
         cq = self.find_consume_queue(topic, queue_id, create=False)
-        return cq.get_min_offset_in_queue() if cq is not None else -1
+        return cq.get_min_offset_in_queue() if cq is not None else 0
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
         cq = self.find_consume_queue(topic, queue_id, create=False)
@@ -857,7 +858,6 @@ class DefaultMessageStore:
         (Java ``getEarliestMessageTime``).
         """
         if topic is None:
-            offset = self.commit_log.get_min_offset()
             f = self.commit_log.mapped_file_queue.first()
             if f is None:
                 return -1

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 import tempfile
 
 from twisted.application.service import IServiceMaker
 from twisted.plugin import IPlugin, getPlugins
 from twisted.trial.unittest import SynchronousTestCase
+
+from rocketmq_tx.testing import twistd_argv
 
 TAPNAMES = {"rocketmq-echo", "rocketmq-namesrv", "rocketmq-broker", "rocketmq-standalone"}
 
@@ -28,8 +28,8 @@ class PluginTests(SynchronousTestCase):
     def test_twistd_help(self) -> None:
         """``twistd --help`` run from elsewhere (not the checkout) lists the plugins."""
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        twistd = shutil.which("twistd") or os.path.join(os.path.dirname(sys.executable), "twistd")
+        twistd = twistd_argv()
         with tempfile.TemporaryDirectory() as cwd:
-            out = subprocess.run([twistd, "--help"], capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
+            out = subprocess.run([*twistd, "--help"], capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
         for name in TAPNAMES:
             self.assertIn(name, out.stdout)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 
 from twisted.internet.testing import MemoryReactorClock
 from twisted.trial.unittest import SynchronousTestCase
@@ -13,6 +11,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from rocketmq_tx.broker import standalone, tap
 from rocketmq_tx.broker.service import BrokerService
 from rocketmq_tx.store.config import FlushDiskType
+from rocketmq_tx.testing import twistd_argv
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conf", "broker.conf")
 
@@ -135,9 +134,9 @@ class StandaloneOptionsTests(SynchronousTestCase):
 class TwistdTests(SynchronousTestCase):
     def test_print_config(self) -> None:
         """A real ``twistd -n rocketmq-broker -p``: exit 0, every key printed, nothing bound or written."""
-        twistd = shutil.which("twistd") or os.path.join(os.path.dirname(sys.executable), "twistd")
+        twistd = twistd_argv()
         root = self.mktemp()
-        out = subprocess.run([twistd, "-n", "--pidfile=", "rocketmq-broker", "-p", "-c", SAMPLE,
+        out = subprocess.run([*twistd, "-n", "--pidfile=", "rocketmq-broker", "-p", "-c", SAMPLE,
                               "--set", f"storePathRootDir={root}", "--set", "flushDiskType=SYNC_FLUSH"],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -149,8 +148,8 @@ class TwistdTests(SynchronousTestCase):
         self.assertFalse(os.path.exists(root))
 
     def test_refusal_exit_status(self) -> None:
-        twistd = shutil.which("twistd") or os.path.join(os.path.dirname(sys.executable), "twistd")
-        out = subprocess.run([twistd, "-n", "--pidfile=", "rocketmq-broker", "--set", "brokerRole=SLAVE"],
+        twistd = twistd_argv()
+        out = subprocess.run([*twistd, "-n", "--pidfile=", "rocketmq-broker", "--set", "brokerRole=SLAVE"],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 1)
         self.assertEqual(out.stderr.strip().splitlines()[-1][:len("rocketmq-broker: brokerRole")],

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 
 from twisted.internet.testing import MemoryReactorClock
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.namesrv import tap
 from rocketmq_tx.namesrv.service import NamesrvService
+from rocketmq_tx.testing import twistd_argv
 
 
 class OptionsTests(SynchronousTestCase):
@@ -60,8 +59,8 @@ class OptionsTests(SynchronousTestCase):
 
     def test_print_config(self) -> None:
         """-p prints every key=value and exits 0 without binding (a real twistd run)."""
-        twistd = shutil.which("twistd") or os.path.join(os.path.dirname(sys.executable), "twistd")
-        out = subprocess.run([twistd, "-n", "--pidfile=", "rocketmq-namesrv", "-p", "--set", "listenPort=1"],
+        twistd = twistd_argv()
+        out = subprocess.run([*twistd, "-n", "--pidfile=", "rocketmq-namesrv", "-p", "--set", "listenPort=1"],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = out.stdout.splitlines()
