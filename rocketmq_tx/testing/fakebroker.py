@@ -53,6 +53,8 @@ class FakeCluster:
     :ivar messages: ``(broker_name, topic, queue_id)`` to the stored messages.
     :ivar offsets: ``(group, topic, queue_id)`` to the committed offset.
     :ivar heartbeats: decoded heartbeat bodies by broker address.
+    :ivar min_offsets: ``(broker_name, topic, queue_id)`` to the first offset still stored
+        (as after expiry); pulls below it answer OFFSET_MOVED like a Java broker.
     """
 
     def __init__(self, brokers: dict[str, str] | None = None, namesrvs: tuple[str, ...] = ("127.0.0.1:9876",),
@@ -66,6 +68,7 @@ class FakeCluster:
         self.messages: dict[tuple[str, str, int], list[MessageExt]] = defaultdict(list)
         self.offsets: dict[tuple[str, str, int], int] = {}
         self.heartbeats: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.min_offsets: dict[tuple[str, str, int], int] = {}
         self._scripts: dict[tuple[int, str | None], list[Script]] = defaultdict(list)
         self._commit_log = 0
         self._lock = threading.Lock()
@@ -187,18 +190,22 @@ class FakeCluster:
         h = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
         if h.sys_flag & 0x1:  # FLAG_COMMIT_OFFSET: the pull carries the consumer's offset
             self.offsets[(h.consumer_group, h.topic, h.queue_id)] = h.commit_offset
-        stored = self.messages[(self._broker_name(addr), h.topic, h.queue_id)]
+        key = (self._broker_name(addr), h.topic, h.queue_id)
+        stored = self.messages[key]
         max_offset = len(stored)
+        min_offset = self.min_offsets.get(key, 0)
         tags = None
         if h.subscription and h.subscription.strip() != "*":
             tags = {t.strip() for t in h.subscription.split("||")}
 
         def respond(code: int, next_offset: int, body: bytes = b"") -> RemotingCommand:
-            ext = PullMessageResponseHeader(0, next_offset, 0, max_offset).to_ext_fields()
+            ext = PullMessageResponseHeader(0, next_offset, min_offset, max_offset).to_ext_fields()
             return request.make_response(code, None if code == 0 else "scripted", ext, body)
 
         if h.queue_offset > max_offset or h.queue_offset < 0:
             return respond(ResponseCode.PULL_OFFSET_MOVED, max_offset)
+        if h.queue_offset < min_offset:
+            return respond(ResponseCode.PULL_OFFSET_MOVED, min_offset)
         if h.queue_offset == max_offset:
             return respond(ResponseCode.PULL_NOT_FOUND, max_offset)
         chosen = stored[h.queue_offset:h.queue_offset + h.max_msg_nums]
@@ -227,7 +234,9 @@ class FakeCluster:
         return request.make_response(ext_fields={"offset": str(len(stored))})
 
     def _min_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
-        return request.make_response(ext_fields={"offset": "0"})
+        h = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self.min_offsets.get((self._broker_name(addr), h.topic, h.queue_id), 0)
+        return request.make_response(ext_fields={"offset": str(offset)})
 
     def _search_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         h = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
