@@ -185,7 +185,14 @@ class StreamReaderTests(Base):
                           ("broker-b", 1, 0, True)])
         # broker-b stops answering: its queues keep their offsets until it is back.
         self.cluster.down.add(self.cluster.brokers["broker-b"])
-        self.assertEqual(reader.latestOffset(end, ReadAllAvailable()), end)
+        for queue_id in (0, 1):
+            self.producer.send(Message("T", b"late"), queue=MessageQueue("T", "broker-a", queue_id))
+        while_down = reader.latestOffset(end, ReadAllAvailable())
+        self.assertEqual(while_down, {"T": {"broker-a": {"0": 3, "1": 3}, "broker-b": {"0": 2, "1": 2}}})
+        # Back again, with messages sent meanwhile elsewhere: its queues continue from where they stopped.
+        self.cluster.down.clear()
+        self.fill(1)
+        self.assertEqual(reader.latestOffset(while_down, ReadAllAvailable())["T"]["broker-b"], {"0": 3, "1": 3})
 
     def test_available_now_stops_at_the_start_time_latest(self) -> None:
         """Trigger.AvailableNow: what arrives after prepareForTriggerAvailableNow waits for the next run."""
