@@ -33,6 +33,7 @@ import rocketmq_java as rj
 from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.remoting import MQBrokerError
+from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import PullStatus, SendStatus
 
 pytestmark = pytest.mark.compat
@@ -234,6 +235,48 @@ def test_ordered_sends_per_queue(cluster):
             key, _, seq = m.body.decode().partition(":")
             seqs.setdefault(key, []).append(int(seq))
     assert {k: v for k, v in seqs.items()} == {f"order-{k}": list(range(k, 30, 3)) for k in range(3)}
+
+
+def test_orderly_push_consumer_under_broker_locks(cluster):
+    """
+    Our orderly PushConsumer on a Java broker: it holds the broker's locks on its queues
+    (another client id is refused them), each queue is consumed in offset order, and a
+    suspended message is redelivered before anything after it in its queue.
+    """
+    topic, group = "TxOrderlyConsume", f"TX_ORDERLY_CG_{time.monotonic_ns()}"
+    with BlockingProducer("TX_ORDERLY_PG", cluster["namesrv"]) as producer:
+        for i in range(24):
+            key = f"k{i % 4}"
+            producer.send_orderly(Message(topic, f"{key}:{i // 4}".encode()), key)
+    wait_for_route(cluster["namesrv"], topic)
+    ours = start_txclient("orderly", cluster["namesrv"], group, topic, "90")
+    try:
+        ours.wait_for(r'"ready"', 60)
+        got = collect({"tx": ours}, lambda g: len({m["body"] for m in g if m["topic"] == topic}) >= 24, 60)
+        with BlockingMQClient(cluster["namesrv"]) as client:
+            queues = client.fetch_queues(topic)
+            response = client.invoke_broker(queues[0], api.lock_batch_request(group, "10.9.9.9@intruder", queues))
+            stolen = api.parse_lock_batch_response(response)
+    finally:
+        ours.stop()
+    assert stolen == set(), "the queues are locked by our consumer"
+    mine = [m for m in got if m["topic"] == topic]
+    assert {m["body"] for m in mine} == {f"k{i % 4}:{i // 4}" for i in range(24)}
+    for queue_id in {m["queueId"] for m in mine}:
+        offsets = [m["queueOffset"] for m in mine if m["queueId"] == queue_id]
+        # In order; a suspended first message appears twice in a row, nothing overtakes it.
+        assert offsets == sorted(offsets), (queue_id, offsets)
+    per_key: dict[str, list[int]] = {}
+    for m in mine:
+        key, _, seq = m["body"].partition(":")
+        if not per_key.get(key) or per_key[key][-1] != int(seq):
+            per_key.setdefault(key, []).append(int(seq))
+    assert per_key == {f"k{k}": list(range(6)) for k in range(4)}
+    attempts: dict[str, list[int]] = {}
+    for m in mine:
+        attempts.setdefault(m["body"], []).append(m["attempt"])
+    assert {b: a for b, a in attempts.items() if b.endswith(":0")} == {f"k{k}:0": [1, 2] for k in range(4)}
+    assert all(a == [1] for b, a in attempts.items() if not b.endswith(":0"))
 
 
 def test_dead_name_server_skipped(cluster):

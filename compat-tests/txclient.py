@@ -13,6 +13,10 @@ per process, so the pytest process stays reactor-free). JSON lines on stdout.
       PushConsumer (from the first offset) of TOPIC: {"ready": true} once started, one line
       per message (with "queues": the queues owned then), for TIMEOUT seconds. With
       MAX_RECONSUME_TIMES the listener answers RECONSUME_LATER to everything.
+  python txclient.py orderly NAMESRV GROUP TOPIC TIMEOUT
+      PushConsumer with an orderly listener, from the first offset: like push, but the
+      first delivery of every message whose body ends in ":0" is suspended (redelivered
+      after 1 s); each line has "attempt" (the local delivery count).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from twisted.internet.defer import ensureDeferred
 from twisted.internet.task import deferLater, react
 
 from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
+from rocketmq_tx.client.push import ConsumeOrderlyStatus
 
 
 def out(obj: object) -> None:
@@ -85,8 +90,30 @@ async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # t
         await deferLater(reactor, float(timeout), lambda: None)
 
 
+async def orderly(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
+    consumer = PushConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    seen: dict[str, int] = {}
+
+    def listener(msgs):  # type: ignore[no-untyped-def]
+        suspend = False
+        for m in msgs:
+            body = m.body.decode()
+            seen[body] = seen.get(body, 0) + 1
+            out({"body": body, "queueId": m.queue_id, "queueOffset": m.queue_offset, "attempt": seen[body],
+                 "topic": m.topic})
+            suspend = suspend or (body.endswith(":0") and seen[body] == 1)
+        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if suspend else ConsumeOrderlyStatus.SUCCESS
+
+    consumer.register_listener(listener, orderly=True)
+    async with consumer:
+        out({"ready": True, "clientId": consumer.instance.client_id})
+        await deferLater(reactor, float(timeout), lambda: None)
+
+
 def main(reactor, mode: str, *args: str):  # type: ignore[no-untyped-def]
-    return ensureDeferred({"produce": produce, "litepull": litepull, "push": push}[mode](reactor, *args))
+    modes = {"produce": produce, "litepull": litepull, "push": push, "orderly": orderly}
+    return ensureDeferred(modes[mode](reactor, *args))
 
 
 if __name__ == "__main__":

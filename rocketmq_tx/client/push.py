@@ -11,6 +11,17 @@ handled. RECONSUME_LATER sends the messages back to the broker (CONSUMER_SEND_MS
 which redelivers them through ``%RETRY%<group>`` and, after ``max_reconsume_times``, puts
 them in ``%DLQ%<group>``. Offsets are committed every 5 s, when a queue is dropped and on
 stop.
+
+An orderly listener (Java's ``MessageListenerOrderly``) consumes a queue only while this
+member holds the broker's lock on it (LOCK_BATCH_MQ when the queue is assigned, renewed
+every 20 s; a lock not renewed for 30 s is treated as lost), so two members never
+consume one queue at once even while a rebalance is settling. A suspended batch is
+redelivered locally after ``suspend_current_queue_time`` (1 s); past
+``max_reconsume_times`` (unlimited by default, as in Java) it goes to the DLQ.
+
+Flow control (Java's ``pullThresholdForQueue`` and ``pullThresholdSizeForQueue``) holds
+by construction: a queue's next pull is sent only once its previous batch is consumed,
+so at most one pull batch per queue is in memory.
 """
 
 from __future__ import annotations
@@ -41,7 +52,7 @@ from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, ConsumerData, MQClientError, PullStatus, SubscriptionData
 from rocketmq_tx.tlsconfig import TlsSettings
 
-__all__ = ["PushConsumer", "ConsumeStatus", "CLUSTERING", "BROADCASTING"]
+__all__ = ["PushConsumer", "ConsumeStatus", "ConsumeOrderlyStatus", "CLUSTERING", "BROADCASTING"]
 
 CLUSTERING = "CLUSTERING"
 BROADCASTING = "BROADCASTING"
@@ -62,7 +73,19 @@ class ConsumeStatus(enum.Enum):
     RECONSUME_LATER = "RECONSUME_LATER"
 
 
+class ConsumeOrderlyStatus(enum.Enum):
+    """Java ``ConsumeOrderlyStatus``."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
 Listener = Callable[[list[MessageExt]], Any]  # returns ConsumeStatus or a Deferred of one
+
+#: Java ``REBALANCE_LOCK_INTERVAL``: how often an orderly consumer renews its queue locks.
+LOCK_RENEW_INTERVAL = 20.0
+#: Java ``REBALANCE_LOCK_MAX_LIVE_TIME``: a lock not renewed for this long is not trusted.
+LOCK_MAX_LIVE = 30.0
 
 
 @implementer(IRequestProcessor)
@@ -102,12 +125,16 @@ class _ResetOffset:
 
 
 class _ProcessQueue:
-    """One owned queue: its pull position and whether it was dropped by a rebalance."""
+    """One owned queue: its pull position, whether it was dropped, and (orderly) its lock."""
 
     def __init__(self, mq: MessageQueue) -> None:
         self.mq = mq
         self.offset: int | None = None
         self.dropped = False
+        #: reactor time of the last successful LOCK_BATCH_MQ for this queue (orderly), or None
+        self.locked_at: float | None = None
+        #: orderly: local deliveries of the batch now being consumed
+        self.attempts = 0
 
 
 class PushConsumer:
@@ -131,7 +158,8 @@ class PushConsumer:
                  pull_batch_size: int = 32, consume_batch_size: int = 1, allocate: str = "AVG",
                  max_reconsume_times: int = -1, rebalance_interval: float = 20.0,
                  persist_interval: float = 5.0, timeout: float = 3.0, consume_timestamp_ms: int | None = None,
-                 message_model: str = CLUSTERING, offset_store_dir: str | None = None) -> None:
+                 message_model: str = CLUSTERING, offset_store_dir: str | None = None,
+                 suspend_current_queue_time: float = 1.0) -> None:
         if reactor is None and instance is None:
             from twisted.internet import reactor as default_reactor
 
@@ -155,6 +183,8 @@ class PushConsumer:
         self.local_offsets: LocalOffsetStore | None = None
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.listener: Listener | None = None
+        self.orderly = False
+        self.suspend_current_queue_time = suspend_current_queue_time
         self.queues: dict[MessageQueue, _ProcessQueue] = {}
         self._committed: dict[MessageQueue, int] = {}
         self._loops: list[LoopingCall] = []
@@ -167,9 +197,20 @@ class PushConsumer:
         """Consume *topic*'s messages whose tag matches *expression* (``"*"``, ``"A || B"``)."""
         self.subscriptions[topic] = SubscriptionData.build(topic, expression)
 
-    def register_listener(self, listener: Listener) -> None:
-        """*listener(messages)* returns a :class:`ConsumeStatus` (or a Deferred of one); raising means RECONSUME_LATER."""
+    def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
+        """
+        *listener(messages)* returns a :class:`ConsumeStatus` (or a Deferred of one); raising
+        means RECONSUME_LATER. With *orderly*, it returns a :class:`ConsumeOrderlyStatus`
+        (raising means SUSPEND_CURRENT_QUEUE_A_MOMENT) and each queue is consumed under the
+        broker's lock, one batch at a time.
+        """
         self.listener = listener
+        self.orderly = orderly
+
+    @property
+    def _locking(self) -> bool:
+        # Broadcasting members each read every queue: nothing to lock (as in Java).
+        return self.orderly and self.message_model == CLUSTERING
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -207,6 +248,11 @@ class PushConsumer:
             self._loops.append(loop)
         self._loops[0].start(self.rebalance_interval, now=True)
         self._loops[1].start(self.persist_interval, now=False)
+        if self._locking:
+            loop = LoopingCall(self.lock_all)
+            loop.clock = self.reactor
+            self._loops.append(loop)
+            loop.start(LOCK_RENEW_INTERVAL, now=False)
 
 
     @inlineCallbacks
@@ -220,6 +266,8 @@ class PushConsumer:
         for pq in self.queues.values():
             pq.dropped = True
         yield self.persist(oneway=False)
+        if self._locking:
+            yield self._unlock(list(self.queues))
         self.queues = {}
         self.instance.unregister_consumer(self.group)
         if self._own_instance:
@@ -283,14 +331,74 @@ class PushConsumer:
             wanted.update(self.allocate(self.instance.client_id, mq_all, cid_all))
         if not self.running:
             return
-        for mq in [mq for mq in self.queues if mq not in wanted]:
+        dropped = [mq for mq in self.queues if mq not in wanted]
+        for mq in dropped:
             pq = self.queues.pop(mq)
             pq.dropped = True
             if pq.offset is not None:
                 yield self._commit_one(mq, pq.offset)
-        for mq in sorted(wanted - set(self.queues)):
+        if self._locking and dropped:
+            yield self._unlock(dropped)
+        added = sorted(wanted - set(self.queues))
+        if self._locking and added:
+            # Java: a new queue is taken only once its lock is ours; the rest wait for
+            # the member that still holds them to let go (a later rebalance retries).
+            locked = yield self._lock(added)
+            added = [mq for mq in added if mq in locked]
+        for mq in added:
+            if not self.running or mq in self.queues:
+                continue
             pq = self.queues[mq] = _ProcessQueue(mq)
+            if self._locking:
+                pq.locked_at = self.reactor.seconds()
             self._pull_loop(pq)
+
+    # ------------------------------------------------------------ orderly locks
+    @inlineCallbacks
+    def _lock(self, mqs: list[MessageQueue]):  # type: ignore[no-untyped-def]
+        """LOCK_BATCH_MQ to each queue's broker; returns the queues now locked by us."""
+        locked: set[MessageQueue] = set()
+        for broker_name in sorted({mq.broker_name for mq in mqs}):
+            mine = [mq for mq in mqs if mq.broker_name == broker_name]
+            try:
+                request = api.lock_batch_request(self.group, self.instance.client_id, mine)
+                response = yield self.instance.invoke_broker(mine[0], request)
+                locked |= api.parse_lock_batch_response(response)
+            except Exception as e:
+                log.warn("lock of {n} queues on {broker} failed: {error}", n=len(mine), broker=broker_name, error=e)
+        return locked
+
+    @inlineCallbacks
+    def _unlock(self, mqs: list[MessageQueue]):  # type: ignore[no-untyped-def]
+        for broker_name in sorted({mq.broker_name for mq in mqs}):
+            mine = [mq for mq in mqs if mq.broker_name == broker_name]
+            try:
+                request = api.unlock_batch_request(self.group, self.instance.client_id, mine)
+                api.check_response((yield self.instance.invoke_broker(mine[0], request)))
+            except Exception as e:
+                log.warn("unlock of {n} queues on {broker} failed: {error}", n=len(mine), broker=broker_name,
+                         error=e)
+
+    @inlineCallbacks
+    def lock_all(self):  # type: ignore[no-untyped-def]
+        """Renew the locks of every owned queue (Java ``lockAll``, every 20 s); a queue not locked pauses."""
+        owned = list(self.queues)
+        if not owned:
+            return
+        locked = yield self._lock(owned)
+        now = self.reactor.seconds()
+        for mq in owned:
+            pq = self.queues.get(mq)
+            if pq is None:
+                continue
+            if mq in locked:
+                pq.locked_at = now
+            elif pq.locked_at is not None:
+                log.warn("lost the lock of {mq}; its consumption pauses", mq=mq)
+                pq.locked_at = None
+
+    def _holds_lock(self, pq: _ProcessQueue) -> bool:
+        return pq.locked_at is not None and self.reactor.seconds() - pq.locked_at < LOCK_MAX_LIVE
 
     @inlineCallbacks
     def _consumer_ids(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
@@ -339,6 +447,14 @@ class PushConsumer:
     def _pull_loop(self, pq: _ProcessQueue):  # type: ignore[no-untyped-def]
         mq = pq.mq
         while self.running and not pq.dropped:
+            if self._locking and not self._holds_lock(pq):
+                # Java delays the pull of a queue it has not locked (yet) by 3 s and retries.
+                locked = yield self._lock([mq])
+                if mq in locked:
+                    pq.locked_at = self.reactor.seconds()
+                else:
+                    yield deferLater(self.reactor, PULL_DELAY_WHEN_EXCEPTION, lambda: None)
+                    continue
             try:
                 if pq.offset is None:
                     pq.offset = yield self._start_offset(mq)
@@ -380,6 +496,9 @@ class PushConsumer:
             origin = msg.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
             if origin and msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 msg.topic = origin
+        if self.orderly:
+            yield self._consume_orderly(pq, messages)
+            return
         for i in range(0, len(messages), self.consume_batch_size):
             batch = messages[i:i + self.consume_batch_size]
             try:
@@ -395,10 +514,49 @@ class PushConsumer:
                     yield self._send_back(pq.mq, msg)
 
     @inlineCallbacks
-    def _send_back(self, mq: MessageQueue, msg: MessageExt):  # type: ignore[no-untyped-def]
-        """CONSUMER_SEND_MSG_BACK with delay level 0 (the broker picks 3 + reconsume times)."""
+    def _consume_orderly(self, pq: _ProcessQueue, messages: list[MessageExt]):  # type: ignore[no-untyped-def]
+        """
+        Each batch until the listener succeeds, under the queue's lock; a suspended batch is
+        retried after ``suspend_current_queue_time``, and past ``max_reconsume_times``
+        (when set) sent to the DLQ so the queue moves on.
+        """
+        assert self.listener is not None
+        for i in range(0, len(messages), self.consume_batch_size):
+            batch = messages[i:i + self.consume_batch_size]
+            pq.attempts = 0
+            while True:
+                if pq.dropped or not self.running:
+                    return
+                if self._locking and not self._holds_lock(pq):
+                    locked = yield self._lock([pq.mq])
+                    if pq.mq not in locked:
+                        yield deferLater(self.reactor, PULL_DELAY_WHEN_EXCEPTION, lambda: None)
+                        continue
+                    pq.locked_at = self.reactor.seconds()
+                for msg in batch:
+                    msg.reconsume_times = max(msg.reconsume_times, pq.attempts)
+                try:
+                    status = yield maybeDeferred(self.listener, batch)
+                except Exception as e:
+                    log.warn("orderly listener failed: {error}", error=e)
+                    status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                if status is ConsumeOrderlyStatus.SUCCESS or status is ConsumeStatus.CONSUME_SUCCESS:
+                    break
+                pq.attempts += 1
+                if 0 <= self.max_reconsume_times <= pq.attempts and self.message_model == CLUSTERING:
+                    for msg in batch:
+                        yield self._send_back(pq.mq, msg, delay_level=-1)  # straight to %DLQ%
+                    break
+                yield deferLater(self.reactor, self.suspend_current_queue_time, lambda: None)
+
+    @inlineCallbacks
+    def _send_back(self, mq: MessageQueue, msg: MessageExt, delay_level: int = 0):  # type: ignore[no-untyped-def]
+        """
+        CONSUMER_SEND_MSG_BACK with delay level 0 (the broker picks 3 + reconsume times), or
+        -1 to put the message in the group's DLQ at once.
+        """
         max_times = 16 if self.max_reconsume_times < 0 else self.max_reconsume_times
-        request = api.send_back_request(msg, self.group, 0, max_reconsume_times=max_times,
+        request = api.send_back_request(msg, self.group, delay_level, max_reconsume_times=max_times,
                                         broker_name=mq.broker_name)
         while self.running:
             try:

@@ -667,6 +667,34 @@ def parse_earliest_msg_storetime_response(response: RemotingCommand) -> int:
 
 # --------------------------------------------------------------------------- send-back and queries
 
+# The lock bodies live in adminbodies, which imports this module: imported where used.
+
+def lock_batch_request(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> RemotingCommand:
+    """LOCK_BATCH_MQ (41): ask one broker to lock *mqs* (all of its own) for orderly consumption."""
+    from rocketmq_tx.remoting.adminbodies import LockBatchRequestBody
+
+    body = LockBatchRequestBody(group, client_id, sorted(mqs))
+    return RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=fastjson.dumps(body.to_json()))
+
+
+def parse_lock_batch_response(response: RemotingCommand) -> set[MessageQueue]:
+    """The queues the broker locked for us (the others are held by another member)."""
+    from rocketmq_tx.remoting.adminbodies import LockBatchResponseBody
+
+    check_response(response)
+    if not response.body:
+        return set()
+    return set(LockBatchResponseBody.from_json(fastjson.loads(response.body)).lock_ok_mq_set)
+
+
+def unlock_batch_request(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> RemotingCommand:
+    """UNLOCK_BATCH_MQ (42): give up the locks of *mqs* (a dropped queue, a consumer stopping)."""
+    from rocketmq_tx.remoting.adminbodies import UnlockBatchRequestBody
+
+    body = UnlockBatchRequestBody(group, client_id, sorted(mqs))
+    return RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=fastjson.dumps(body.to_json()))
+
+
 def send_back_request(msg: MessageExt, group: str, delay_level: int, *, max_reconsume_times: int | None = None,
                       broker_name: str | None = None) -> RemotingCommand:
     """

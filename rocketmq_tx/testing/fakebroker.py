@@ -69,6 +69,8 @@ class FakeCluster:
         self.offsets: dict[tuple[str, str, int], int] = {}
         self.heartbeats: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.min_offsets: dict[tuple[str, str, int], int] = {}
+        #: ``(group, MessageQueue)`` to the client id holding its orderly-consumption lock
+        self.locks: dict[tuple[str, MessageQueue], str] = {}
         self._scripts: dict[tuple[int, str | None], list[Script]] = defaultdict(list)
         self._commit_log = 0
         self._lock = threading.Lock()
@@ -291,6 +293,26 @@ class FakeCluster:
                                          "can not find message, maybe time range not correct")
         return request.make_response(body=b"".join(encode_message(m) for m in found))
 
+    def _lock_batch(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        from rocketmq_tx.remoting.adminbodies import LockBatchRequestBody, LockBatchResponseBody
+
+        body = LockBatchRequestBody.from_json(fastjson.loads(request.body))
+        locked = []
+        for mq in body.mq_set:
+            holder = self.locks.setdefault((body.consumer_group, mq), body.client_id)
+            if holder == body.client_id:
+                locked.append(mq)
+        return request.make_response(body=fastjson.dumps(LockBatchResponseBody(locked).to_json()))
+
+    def _unlock_batch(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        from rocketmq_tx.remoting.adminbodies import UnlockBatchRequestBody
+
+        body = UnlockBatchRequestBody.from_json(fastjson.loads(request.body))
+        for mq in body.mq_set:
+            if self.locks.get((body.consumer_group, mq)) == body.client_id:
+                del self.locks[(body.consumer_group, mq)]
+        return request.make_response()
+
 
 _HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingCommand]] = {
     RequestCode.GET_ROUTEINFO_BY_TOPIC: FakeCluster._route,
@@ -309,6 +331,8 @@ _HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingComma
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: FakeCluster._consumer_list,
     RequestCode.VIEW_MESSAGE_BY_ID: FakeCluster._view,
     RequestCode.QUERY_MESSAGE: FakeCluster._query,
+    RequestCode.LOCK_BATCH_MQ: FakeCluster._lock_batch,
+    RequestCode.UNLOCK_BATCH_MQ: FakeCluster._unlock_batch,
 }
 
 

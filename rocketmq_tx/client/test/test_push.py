@@ -7,7 +7,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from rocketmq_tx.client import Message, MessageQueue, Producer
 from rocketmq_tx.client.instance import MQClientInstance
 from rocketmq_tx.client.litepull import CONSUME_FROM_FIRST_OFFSET
-from rocketmq_tx.client.push import ConsumeStatus, PushConsumer
+from rocketmq_tx.client.push import ConsumeOrderlyStatus, ConsumeStatus, PushConsumer
 from rocketmq_tx.remoting import RemotingCommand, RequestCode
 from rocketmq_tx.remoting.headers.client import ConsumerSendMsgBackRequestHeader
 from rocketmq_tx.testing.fakebroker import FakeCluster
@@ -181,3 +181,94 @@ class PushTests(SynchronousTestCase):
         again.start()
         self.net.flush()
         self.assertEqual(len(self.received), 2)
+
+
+class OrderlyTests(SynchronousTestCase):
+    """An orderly listener: consumption under the broker's queue locks."""
+
+    setUp = PushTests.setUp
+    send = PushTests.send
+
+    def orderly(self, **kwargs: object) -> PushConsumer:
+        consumer = PushConsumer("CG", instance=self.instance, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+                                **kwargs)  # type: ignore[arg-type]
+        consumer.subscribe("T")
+        self.statuses: list = []
+
+        def listener(msgs):  # type: ignore[no-untyped-def]
+            self.received.extend(msgs)
+            return self.statuses.pop(0) if self.statuses else ConsumeOrderlyStatus.SUCCESS
+
+        consumer.register_listener(listener, orderly=True)
+        return consumer
+
+    def test_locks_then_consumes_in_order(self) -> None:
+        for i in range(3):
+            self.send(f"o{i}".encode(), 1)
+        consumer = self.orderly()
+        consumer.start()
+        self.net.flush()
+        client_id = self.instance.client_id
+        self.assertEqual({mq.queue_id for (group, mq), holder in self.cluster.locks.items()
+                          if group == "CG" and mq.topic == "T" and holder == client_id}, {0, 1, 2, 3})
+        self.assertEqual([m.body for m in self.received], [b"o0", b"o1", b"o2"])
+        d = consumer.stop()
+        self.net.flush()
+        self.successResultOf(d)
+        self.assertEqual(self.cluster.offsets[("CG", "T", 1)], 3)
+        self.assertEqual(self.cluster.locks, {}, "stop() gives the locks back")
+
+    def test_suspend_redelivers_the_same_batch_later(self) -> None:
+        self.send(b"first", 0)
+        self.send(b"second", 0)
+        consumer = self.orderly()
+        self.statuses = [ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT]
+        consumer.start()
+        self.net.flush()
+        self.assertEqual([m.body for m in self.received], [b"first"])
+        self.net.advance(1.0)  # suspend_current_queue_time
+        self.assertEqual([m.body for m in self.received], [b"first", b"first", b"second"])
+        self.assertEqual(self.received[1].reconsume_times, 1)
+        self.assertEqual(self.cluster.requests(RequestCode.CONSUMER_SEND_MSG_BACK), [])
+
+    def test_past_max_reconsume_times_goes_to_dlq(self) -> None:
+        self.send(b"poison", 2)
+        self.send(b"next", 2)
+        consumer = self.orderly(max_reconsume_times=2)
+        self.statuses = [ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT] * 2
+        consumer.start()
+        self.net.flush()
+        self.net.advance(1.0)
+        (_, request), = self.cluster.requests(RequestCode.CONSUMER_SEND_MSG_BACK)
+        self.assertEqual(ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields).delay_level, -1)
+        self.assertEqual([m.body for m in self.received], [b"poison", b"poison", b"next"])
+
+    def test_a_queue_locked_by_another_member_waits(self) -> None:
+        """Assigned but locked elsewhere: not consumed until the other member lets go."""
+        mq = MessageQueue("T", "broker-a", 3)
+        self.cluster.locks[("CG", mq)] = "10.0.0.9@other"
+        self.send(b"held", 3)
+        consumer = self.orderly()
+        consumer.start()
+        self.net.flush()
+        self.assertNotIn(mq, consumer.queues)
+        self.assertEqual(self.received, [])
+        del self.cluster.locks[("CG", mq)]  # the other member unlocked it
+        self.net.advance(20)  # next rebalance
+        self.assertIn(mq, consumer.queues)
+        self.assertEqual([m.body for m in self.received], [b"held"])
+
+    def test_lost_lock_pauses_the_queue(self) -> None:
+        consumer = self.orderly()
+        consumer.start()
+        self.net.flush()
+        mq = MessageQueue("T", "broker-a", 0)
+        self.cluster.locks[("CG", mq)] = "10.0.0.9@other"  # e.g. our lock expired on the broker
+        self.net.advance(20)  # lock renewal: ours is gone
+        self.send(b"late", 0)
+        self.net.advance(1.0)
+        self.assertEqual(self.received, [])
+        del self.cluster.locks[("CG", mq)]
+        self.net.advance(3.0)  # the paused loop retries the lock
+        self.net.advance(1.0)
+        self.assertEqual([m.body for m in self.received], [b"late"])
