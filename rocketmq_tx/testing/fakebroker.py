@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from typing import Any, Callable
 
-from rocketmq_tx.common.message import MessageExt, string_to_properties
+from rocketmq_tx.common.message import MessageExt, MessageQueue, string_to_properties
 from rocketmq_tx.common.messagecodec import decode_batch, encode_message
 from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
 from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command, split_address
