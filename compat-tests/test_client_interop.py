@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -251,15 +252,20 @@ def test_orderly_push_consumer_under_broker_locks(cluster):
     wait_for_route(cluster["namesrv"], topic)
     ours = start_txclient("orderly", cluster["namesrv"], group, topic, "90")
     try:
-        ours.wait_for(r'"ready"', 60)
+        client_id = json.loads(ours.wait_for(r'"ready"', 60).string)["clientId"]
         got = collect({"tx": ours}, lambda g: len({m["body"] for m in g if m["topic"] == topic}) >= 24, 60)
         with BlockingMQClient(cluster["namesrv"]) as client:
             queues = client.fetch_queues(topic)
             response = client.invoke_broker(queues[0], api.lock_batch_request(group, "10.9.9.9@intruder", queues))
             stolen = api.parse_lock_batch_response(response)
+        # GET_CONSUMER_RUNNING_INFO relayed by the Java broker to our consumer.
+        status = "\n".join(rj.mqadmin(cluster["classpath"], ["consumerStatus", "-n", cluster["namesrv"], "-g", group,
+                                                             "-i", client_id], cluster["home"]))
     finally:
         ours.stop()
     assert stolen == set(), "the queues are locked by our consumer"
+    assert "#Consumer Properties#" in status and "PROP_CONSUMEORDERLY" in status, status
+    assert re.search(rf"{topic}\s+\S+\s+\d+\s+\d+", status), status  # a #Consumer Offset# row
     mine = [m for m in got if m["topic"] == topic]
     assert {m["body"] for m in mine} == {f"k{i % 4}:{i // 4}" for i in range(24)}
     for queue_id in {m["queueId"] for m in mine}:

@@ -47,7 +47,9 @@ from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageConst, MessageExt, MessageQueue
 from rocketmq_tx.common.rebalance import STRATEGIES
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
-from rocketmq_tx.remoting import RemotingCommand, RequestCode
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.adminbodies import message_queue_key
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, ConsumerData, MQClientError, PullStatus, SubscriptionData
 from rocketmq_tx.tlsconfig import TlsSettings
@@ -82,6 +84,9 @@ class ConsumeOrderlyStatus(enum.Enum):
 
 Listener = Callable[[list[MessageExt]], Any]  # returns ConsumeStatus or a Deferred of one
 
+#: ``MQVersion.getVersionDesc`` of the version our requests carry (the command's default).
+CLIENT_VERSION_DESC = "V4_9_8"
+
 #: Java ``REBALANCE_LOCK_INTERVAL``: how often an orderly consumer renews its queue locks.
 LOCK_RENEW_INTERVAL = 20.0
 #: Java ``REBALANCE_LOCK_MAX_LIVE_TIME``: a lock not renewed for this long is not trusted.
@@ -100,6 +105,25 @@ class _IdsChanged:
         if consumer is not None and consumer.running:
             consumer.rebalance()
         return None
+
+    def reject_request(self) -> bool:
+        return False
+
+
+@implementer(IRequestProcessor)
+class _RunningInfo:
+    """GET_CONSUMER_RUNNING_INFO (307), relayed by a broker for mqadmin ``consumerStatus``."""
+
+    def __init__(self) -> None:
+        self.consumers: dict[str, PushConsumer] = {}
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        group = request.ext_fields.get("consumerGroup", "")
+        consumer = self.consumers.get(group)
+        if consumer is None or not consumer.running:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         f"The Consumer Group <{group}> not exist in this consumer")
+        return request.make_response(body=fastjson.dumps(consumer.running_info()))
 
     def reject_request(self) -> bool:
         return False
@@ -135,6 +159,8 @@ class _ProcessQueue:
         self.locked_at: float | None = None
         #: orderly: local deliveries of the batch now being consumed
         self.attempts = 0
+        self.last_pull_ms = 0
+        self.last_consume_ms = 0
 
 
 class PushConsumer:
@@ -227,13 +253,15 @@ class PushConsumer:
             self.local_offsets = LocalOffsetStore(self.offset_store_dir or default_offset_dir(),
                                                   self.instance.client_id, self.group)
         self.running = True
+        self.started_ms = int(self.reactor.seconds() * 1000)
         if self.consume_timestamp_ms is None:
             self.consume_timestamp_ms = int((self.reactor.seconds() - DEFAULT_CONSUME_TIMESTAMP_AGO) * 1000)
         for topic in self.subscriptions:
             self.instance.watch_topic(topic)
         self.instance.register_consumer(self.group, self._consumer_data)
         for code, kind in ((RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, _IdsChanged),
-                           (RequestCode.RESET_CONSUMER_CLIENT_OFFSET, _ResetOffset)):
+                           (RequestCode.RESET_CONSUMER_CLIENT_OFFSET, _ResetOffset),
+                           (RequestCode.GET_CONSUMER_RUNNING_INFO, _RunningInfo)):
             processor = self.instance.processors.lookup(code)
             if not isinstance(processor, kind):
                 processor = kind()
@@ -279,6 +307,49 @@ class PushConsumer:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    def running_info(self) -> dict[str, Any]:
+        """
+        Java's ``ConsumerRunningInfo`` as fastjson writes it: what mqadmin ``consumerStatus``
+        prints and checks (properties, subscriptions, each owned queue's state; the RT/TPS
+        figures are not measured and read 0).
+        """
+        now_ms = int(self.reactor.seconds() * 1000)
+        properties = {
+            "PROP_NAMESERVER_ADDR": ";".join(self.instance.namesrvs.addresses),
+            "PROP_THREADPOOL_CORE_SIZE": "1",  # listeners run on the reactor thread
+            "PROP_CONSUMEORDERLY": "true" if self.orderly else "false",
+            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+            "PROP_CLIENT_VERSION": CLIENT_VERSION_DESC,
+            "PROP_CONSUMER_START_TIMESTAMP": str(self.started_ms),
+            "consumerGroup": self.group,
+            "messageModel": self.message_model,
+            "consumeFromWhere": self.consume_from_where,
+            "pullBatchSize": str(self.pull_batch_size),
+            "consumeMessageBatchMaxSize": str(self.consume_batch_size),
+            "maxReconsumeTimes": str(self.max_reconsume_times),
+        }
+        mq_table = {}
+        for mq, pq in sorted(self.queues.items()):
+            mq_table[message_queue_key(mq)] = {
+                "commitOffset": self._committed.get(mq, pq.offset if pq.offset is not None else -1),
+                "cachedMsgMinOffset": 0, "cachedMsgMaxOffset": 0, "cachedMsgCount": 0, "cachedMsgSizeInMiB": 0,
+                "transactionMsgMinOffset": 0, "transactionMsgMaxOffset": 0, "transactionMsgCount": 0,
+                "locked": self._holds_lock(pq) if self._locking else False,
+                "tryUnlockTimes": 0,
+                "lastLockTimestamp": int(pq.locked_at * 1000) if pq.locked_at is not None else 0,
+                "droped": pq.dropped,
+                "lastPullTimestamp": pq.last_pull_ms,
+                "lastConsumeTimestamp": pq.last_consume_ms or now_ms,
+            }
+        zero = {"pullRT": 0.0, "pullTPS": 0.0, "consumeRT": 0.0, "consumeOKTPS": 0.0, "consumeFailedTPS": 0.0,
+                "consumeFailedMsgs": 0}
+        return {
+            "properties": properties,
+            "subscriptionSet": [self.subscriptions[t].to_json() for t in sorted(self.subscriptions)],
+            "mqTable": mq_table,
+            "statusTable": {topic: dict(zero) for topic in sorted(self.subscriptions)},
+        }
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, "CONSUME_PASSIVELY", self.message_model, self.consume_from_where,
@@ -462,6 +533,7 @@ class PushConsumer:
                 commit = self._committed_candidate(pq)
                 request = api.pull_request(self.group, mq, pq.offset, self.pull_batch_size, sub,
                                            commit_offset=commit, suspend_timeout_ms=BROKER_SUSPEND_MAX_MS)
+                pq.last_pull_ms = int(self.reactor.seconds() * 1000)
                 response = yield self.instance.invoke_broker(mq, request, LONG_POLL_TIMEOUT)
                 result = api.parse_pull_response(response, mq, sub)
             except Exception as e:
@@ -474,6 +546,7 @@ class PushConsumer:
                 return
             if result.msg_found_list:
                 yield self._consume(pq, result.msg_found_list)
+                pq.last_consume_ms = int(self.reactor.seconds() * 1000)
                 if pq.dropped:
                     return
             if result.pull_status is PullStatus.OFFSET_ILLEGAL:

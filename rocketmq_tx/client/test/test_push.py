@@ -272,3 +272,41 @@ class OrderlyTests(SynchronousTestCase):
         self.net.advance(3.0)  # the paused loop retries the lock
         self.net.advance(1.0)
         self.assertEqual([m.body for m in self.received], [b"late"])
+
+
+class RunningInfoTests(SynchronousTestCase):
+    """GET_CONSUMER_RUNNING_INFO (307) relayed by a broker: what mqadmin consumerStatus reads."""
+
+    setUp = PushTests.setUp
+    send = PushTests.send
+
+    def ask(self, group: str) -> RemotingCommand:
+        responses: list = []
+        request = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, {
+            "consumerGroup": group, "clientId": self.instance.client_id, "jstackEnable": "false"})
+        self.net.servers[BROKER].send_request(request, 3.0).addCallback(responses.append)
+        self.net.flush()
+        return responses[0]
+
+    def test_running_info(self) -> None:
+        from rocketmq_tx.common import fastjson
+
+        self.send(b"x", 1)
+        consumer = PushConsumer("CG", instance=self.instance, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("T", "A || B")
+        consumer.register_listener(lambda msgs: ConsumeOrderlyStatus.SUCCESS, orderly=True)
+        consumer.start()
+        self.net.flush()
+        self.net.advance(5.0)  # a commit
+        info = fastjson.loads(self.ask("CG").body)
+        props = info["properties"]
+        self.assertEqual((props["PROP_CONSUMEORDERLY"], props["PROP_CONSUME_TYPE"], props["PROP_NAMESERVER_ADDR"]),
+                         ("true", "CONSUME_PASSIVELY", "127.0.0.1:9876"))
+        int(props["PROP_CONSUMER_START_TIMESTAMP"])
+        self.assertEqual(sorted(s["topic"] for s in info["subscriptionSet"]), ["%RETRY%CG", "T"])
+        # fastjson writes MessageQueue keys as JSON objects: not parseable by json, so check the text.
+        text = self.ask("CG").body.decode()
+        self.assertIn('{"brokerName":"broker-a","queueId":1,"topic":"T"}:{"commitOffset":1,', text)
+        self.assertIn('"locked":true', text)
+        self.assertEqual(self.ask("OTHER").code, 1)
+
