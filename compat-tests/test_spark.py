@@ -25,6 +25,8 @@ import javaharness as jh
 import rocketmq_java as rj
 import txbroker as txb
 from rocketmq_tx.blocking import BlockingConnection, BlockingProducer, BlockingPullClient
+from rocketmq_tx.certs import write_pki
+from rocketmq_tx.tlsconfig import TlsSettings
 from rocketmq_tx.common.message import Message, MessageQueue
 
 pytestmark = pytest.mark.compat
@@ -361,6 +363,34 @@ def test_examples_run(tx, tmp_path) -> None:
             tag, count = line.split(": ", 1)[1].split("\t")
             streamed[tag] += int(count)
     assert streamed == expected
+
+
+def test_mutual_tls(spark, tmp_path) -> None:
+    """A broker enforcing mutual TLS: Spark reads and writes with the tls.* options; without them it cannot."""
+    pki = tmp_path / "pki"
+    write_pki(pki, hosts=["127.0.0.1", "localhost"])
+    client_tls = {"tls.enable": "true", "tls.test.mode.enable": "false", "tls.client.authServer": "true",
+                  "tls.client.keyPath": f"{pki}/client.key", "tls.client.certPath": f"{pki}/client.pem",
+                  "tls.client.trustCertPath": f"{pki}/ca.pem"}
+    broker = txb.start_standalone(tmp_path / "store", name="spark-tls", extra={
+        "tls.server.mode": "enforcing", "tls.server.need.client.auth": "require", "tls.test.mode.enable": "false",
+        "tls.server.keyPath": f"{pki}/server.key", "tls.server.certPath": f"{pki}/server.pem",
+        "tls.server.trustCertPath": f"{pki}/ca.pem", "tls.server.authClient": "true", "tls.config.file": "",
+        **{k: v for k, v in client_tls.items() if k.startswith("tls.client.")}},
+        tls=TlsSettings.from_sources({"tls.config.file": ""}, client_tls))
+    try:
+        topic = "SparkTls"
+        rows = [(f"s{i}".encode(), TAGS[i % 3]) for i in range(30)]
+        writer = spark.createDataFrame(rows, "body binary, tags string").write.format("rocketmq")
+        for key, value in {"nameServer": broker.namesrv, "topic": topic, **client_tls}.items():
+            writer = writer.option(key, value)
+        writer.mode("append").save()
+        got = read(spark, broker.namesrv, topic, **client_tls).collect()
+        assert sorted((bytes(r["body"]), r["tags"]) for r in got) == sorted(rows)
+        with pytest.raises(Exception):
+            read(spark, broker.namesrv, topic, pullTimeoutMs="3000").collect()
+    finally:
+        broker.stop()
 
 
 @pytest.mark.parametrize("version", ["4.9.8", "5.5.0"])

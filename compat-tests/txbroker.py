@@ -23,6 +23,7 @@ from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.messagecodec import decode_messages
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["TxBroker", "start_tx_broker", "start_standalone", "start_tx_namesrv", "send", "pull", "max_offset",
            "route", "wait_route", "create_topic", "broker_log_problems"]
@@ -121,8 +122,9 @@ def restart(broker: TxBroker, label: str = "tx-broker-restarted") -> TxBroker:
 
 
 def start_standalone(store: Path, *, name: str = "tx-standalone", cluster: str = "DefaultCluster",
-                     extra: Optional[Mapping[str, object]] = None) -> TxBroker:
-    """``twistd -n rocketmq-standalone``: our name server and broker in one process."""
+                     extra: Optional[Mapping[str, object]] = None, tls: Optional[TlsSettings] = None) -> TxBroker:
+    """``twistd -n rocketmq-standalone``: our name server and broker in one process (*tls*: how
+    to reach a name server that enforces TLS while waiting for the registration)."""
     port = rj.free_port_block()
     ns_port = jh.free_port()
     settings = _broker_settings(Path(store), name, port, cluster, extra)
@@ -132,7 +134,7 @@ def start_standalone(store: Path, *, name: str = "tx-standalone", cluster: str =
     _wait_listening(proc, "rocketmq-broker")
     ns = f"127.0.0.1:{ns_port}"
     broker = TxBroker(proc, f"127.0.0.1:{port}", ns, Path(store), name, [])
-    wait_route(ns, lambda info: name in info.get("brokerAddrTable", {}))
+    wait_route(ns, lambda info: name in info.get("brokerAddrTable", {}), tls=tls)
     return broker
 
 
@@ -145,8 +147,8 @@ def start_tx_namesrv(tmp: Path, **settings: object) -> tuple[txh.TxProcess, str]
 
 # --------------------------------------------------------------------------- name server state
 
-def cluster_info(namesrv: str) -> dict:
-    with BlockingRemotingClient() as client:
+def cluster_info(namesrv: str, tls: Optional[TlsSettings] = None) -> dict:
+    with BlockingRemotingClient(tls=tls) as client:
         response = client.invoke(namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
     assert response.code == ResponseCode.SUCCESS, response
     return fastjson.loads(response.body)
@@ -162,11 +164,12 @@ def route(namesrv: str, topic: str) -> Optional[dict]:
     return fastjson.loads(response.body)
 
 
-def wait_route(namesrv: str, predicate, timeout: float = 60.0, what: str = "cluster state") -> float:
+def wait_route(namesrv: str, predicate, timeout: float = 60.0, what: str = "cluster state",
+               tls: Optional[TlsSettings] = None) -> float:
     """Poll GET_BROKER_CLUSTER_INFO until *predicate(info)*; returns the seconds waited."""
     start = time.monotonic()
     while True:
-        if predicate(cluster_info(namesrv)):
+        if predicate(cluster_info(namesrv, tls)):
             return time.monotonic() - start
         if time.monotonic() - start > timeout:
             raise AssertionError(f"{what} not reached on {namesrv} within {timeout}s: {cluster_info(namesrv)}")
