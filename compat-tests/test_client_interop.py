@@ -392,6 +392,42 @@ def test_our_push_and_java_push_share_a_group(cluster):
     assert {w for who in served.values() for w in who} == {"java", "tx"}, served
 
 
+def test_our_lite_pull_subscriber_and_java_push_share_a_group(cluster):
+    """LitePullConsumer.subscribe in one group with the official push consumer: the queues are split
+    (no queue served by both once settled) and every message is consumed."""
+    topic, group = "MixedLiteGroup", f"MIXED_LITE_CG_{time.monotonic_ns()}"
+    with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
+        for i in range(8):
+            producer.send(Message(topic, f"first-{i}".encode()))
+    wait_for_route(cluster["namesrv"], topic)
+    java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
+                                                              "120"], ready=r"READY (\d+)")
+    ours = start_txclient("litesubscribe", cluster["namesrv"], group, topic, "120")
+    procs = {"java": java, "tx": ours}
+    try:
+        ours.wait_for(r'"ready"', 60)
+        first = collect(procs, lambda g: {m["body"] for m in g} >= {f"first-{i}" for i in range(8)}, 60)
+        assert {m["body"] for m in first} >= {f"first-{i}" for i in range(8)}
+        settle = collect(procs, lambda g: False, 3)
+        with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
+            wanted = set()
+            for i in range(40):
+                producer.send(Message(topic, f"second-{i}".encode()))
+                wanted.add(f"second-{i}")
+        second = collect(procs, lambda g: {m["body"] for m in g} >= wanted, 60)
+    finally:
+        ours.stop()
+        java.stop()
+    assert not [m for m in settle if m["body"].startswith("second")]
+    seconds = [m for m in second if m["body"] in wanted]
+    assert {m["body"] for m in seconds} == wanted
+    served: dict[int, set] = {}
+    for m in seconds:
+        served.setdefault(m["queueId"], set()).add(m["who"])
+    assert all(len(who) == 1 for who in served.values()), served
+    assert {w for who in served.values() for w in who} == {"java", "tx"}, served
+
+
 def test_reconsume_later_then_dlq(cluster):
     """RECONSUME_LATER: the broker redelivers through %RETRY% (delay level 3, 10 s) and, past
     max_reconsume_times (1 here), stores the message in %DLQ%<group>."""

@@ -13,6 +13,9 @@ per process, so the pytest process stays reactor-free). JSON lines on stdout.
       PushConsumer (from the first offset) of TOPIC: {"ready": true} once started, one line
       per message (with "queues": the queues owned then), for TIMEOUT seconds. With
       MAX_RECONSUME_TIMES the listener answers RECONSUME_LATER to everything.
+  python txclient.py litesubscribe NAMESRV GROUP TOPIC TIMEOUT
+      LitePullConsumer.subscribe(TOPIC) (from the first offset, auto-commit): {"ready": true}
+      once started, then one line per polled message with the queues owned at the time.
   python txclient.py orderly NAMESRV GROUP TOPIC TIMEOUT
       PushConsumer with an orderly listener, from the first offset: like push, but the
       first delivery of every message whose body ends in ":0" is suspended (redelivered
@@ -90,6 +93,19 @@ async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # t
         await deferLater(reactor, float(timeout), lambda: None)
 
 
+async def litesubscribe(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
+    consumer = LitePullConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic)
+    async with consumer:
+        out({"ready": True, "clientId": consumer.instance.client_id})
+        deadline = reactor.seconds() + float(timeout)
+        while reactor.seconds() < deadline:
+            for m in await consumer.poll(1.0):
+                owned = sorted(f"{q.broker_name}/{q.queue_id}" for q in consumer.assigned)
+                out({"body": m.body.decode(), "queueId": m.queue_id, "queueOffset": m.queue_offset, "queues": owned,
+                     "topic": m.topic})
+
+
 async def orderly(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
     consumer = PushConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe(topic, "*")
@@ -112,7 +128,8 @@ async def orderly(reactor, namesrv: str, group: str, topic: str, timeout: str) -
 
 
 def main(reactor, mode: str, *args: str):  # type: ignore[no-untyped-def]
-    modes = {"produce": produce, "litepull": litepull, "push": push, "orderly": orderly}
+    modes = {"produce": produce, "litepull": litepull, "push": push, "orderly": orderly,
+             "litesubscribe": litesubscribe}
     return ensureDeferred(modes[mode](reactor, *args))
 
 

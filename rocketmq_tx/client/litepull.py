@@ -1,8 +1,10 @@
 # -*- test-case-name: rocketmq_tx.client.test.test_litepull -*-
 """
-:class:`LitePullConsumer`: Java's ``DefaultLitePullConsumer`` in assign mode on Twisted.
-The application assigns queues, may seek, and polls; consumed offsets are committed to the
-broker on request and every 5 s.
+:class:`LitePullConsumer`: Java's ``DefaultLitePullConsumer`` on Twisted. The application
+either assigns queues itself (and may seek) or subscribes to topics, whose queues are then
+shared with the group's other members (rebalanced every 20 s and when a broker says the
+membership changed); it polls, and consumed offsets are committed to the broker on
+request and every 5 s.
 
 Pulls use PULL_MESSAGE (11) with the subscription in the header, which every 4.9 and 5.x
 broker serves (5.x Java sends LITE_PULL_MESSAGE, 361, which a 4.9 broker refuses).
@@ -18,9 +20,11 @@ from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 
 from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.client.rebalance import IdsChangedProcessor, RebalanceImpl
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageExt, MessageQueue
-from rocketmq_tx.remoting import api
+from rocketmq_tx.common.rebalance import STRATEGIES
+from rocketmq_tx.remoting import RequestCode, api
 from rocketmq_tx.remoting.api import ConsumerData, MQClientError, PullStatus, SubscriptionData
 from rocketmq_tx.tlsconfig import TlsSettings
 
@@ -51,7 +55,8 @@ class LitePullConsumer:
                  instance: MQClientInstance | None = None, tls: TlsSettings | None = None,
                  pull_batch_size: int = 10, auto_commit: bool = True,
                  auto_commit_interval: float = 5.0, consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
-                 poll_interval: float = 0.2, timeout: float = 3.0, consume_timestamp_ms: int | None = None) -> None:
+                 poll_interval: float = 0.2, timeout: float = 3.0, consume_timestamp_ms: int | None = None,
+                 allocate: str = "AVG", rebalance_interval: float = 20.0) -> None:
         if reactor is None and instance is None:
             from twisted.internet import reactor as default_reactor
 
@@ -76,6 +81,13 @@ class LitePullConsumer:
         self._commit_loop: LoopingCall | None = None
         self._next = 0
         self.running = False
+        #: None until assign() or subscribe() chooses the mode (Java allows one of them only)
+        self._mode: str | None = None
+        self._subscribed: dict[str, str] = {}
+        self.rebalance_impl = RebalanceImpl(self.instance, group, STRATEGIES[allocate])
+        self.rebalance_interval = rebalance_interval
+        self._rebalance_loop: LoopingCall | None = None
+        self._rebalancing: Deferred | None = None
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -86,6 +98,8 @@ class LitePullConsumer:
         self.instance.register_consumer(self.group, self._consumer_data)
         if self._own_instance:
             self.instance.start()
+        if self._mode == "subscribe":
+            self._start_rebalancing()
         if self.auto_commit:
             self._commit_loop = LoopingCall(self._auto_commit)
             self._commit_loop.clock = self.reactor
@@ -95,8 +109,9 @@ class LitePullConsumer:
     def stop(self):  # type: ignore[no-untyped-def]
         """Commit (when auto-commit is on), unregister, and close the instance if it is ours."""
         self.running = False
-        if self._commit_loop is not None and self._commit_loop.running:
-            self._commit_loop.stop()
+        for loop in (self._commit_loop, self._rebalance_loop):
+            if loop is not None and loop.running:
+                loop.stop()
         if self.auto_commit:
             try:
                 yield self.commit()
@@ -114,8 +129,9 @@ class LitePullConsumer:
         await self.stop()
 
     def _consumer_data(self) -> ConsumerData:
+        topics = set(self._subscribed) | {q.topic for q in self.assigned}
         return ConsumerData(self.group, "CONSUME_ACTIVELY", "CLUSTERING", self.consume_from_where,
-                            [self._subscription(t) for t in sorted({q.topic for q in self.assigned})])
+                            [self._subscription(t) for t in sorted(topics)])
 
     def _subscription(self, topic: str, expression: str = "*") -> SubscriptionData:
         sub = self._subscriptions.get(topic)
@@ -131,15 +147,84 @@ class LitePullConsumer:
         self.instance.watch_topic(topic)
         return subscribe_queues(topic, route)
 
+    def _choose_mode(self, mode: str) -> None:
+        if self._mode not in (None, mode):
+            raise MQClientError("Subscribe and assign are mutually exclusive.")
+        self._mode = mode
+
     def assign(self, queues: Iterable[MessageQueue], sub_expression: str = "*") -> None:
         """Consume exactly *queues* from now on (with tags matching *sub_expression*)."""
+        self._choose_mode("assign")
         queues = sorted(set(queues))
         for mq in queues:
             self._subscriptions[mq.topic] = SubscriptionData.build(mq.topic, sub_expression)
             self.instance.watch_topic(mq.topic)
+        self._set_assigned(queues)
+
+    def _set_assigned(self, queues: list[MessageQueue]) -> None:
         self.assigned = queues
         self.pull_offsets = {mq: self.pull_offsets.get(mq) for mq in queues}
         self.consumed = {mq: off for mq, off in self.consumed.items() if mq in self.pull_offsets}
+
+    # ------------------------------------------------------------ subscribe mode
+    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
+        """
+        Consume *topic* as a member of the group: its queues are shared with the other
+        members (Java's averagely strategy by default) and follow them as they come and go.
+        """
+        self._choose_mode("subscribe")
+        self._subscribed[topic] = sub_expression
+        self._subscriptions[topic] = SubscriptionData.build(topic, sub_expression)
+        self.instance.watch_topic(topic)
+        if self.running:
+            self._start_rebalancing()
+            self.rebalance()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming *topic* (its queues go at the next rebalance)."""
+        self._subscribed.pop(topic, None)
+        if self.running:
+            self.rebalance()
+
+    def _start_rebalancing(self) -> None:
+        processor = self.instance.processors.lookup(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED)
+        if not isinstance(processor, IdsChangedProcessor):
+            processor = IdsChangedProcessor()
+            self.instance.processors.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, processor)
+        processor.consumers[self.group] = self
+        if self._rebalance_loop is None or not self._rebalance_loop.running:
+            self._rebalance_loop = LoopingCall(self.rebalance)
+            self._rebalance_loop.clock = self.reactor
+            self._rebalance_loop.start(self.rebalance_interval, now=True)
+
+    def rebalance(self) -> Deferred:
+        """Recompute this member's queues now (one rebalance at a time)."""
+        if self._rebalancing is not None:
+            return self._rebalancing
+        self._rebalancing = d = self._rebalance()
+
+        def done(result: object) -> None:
+            self._rebalancing = None
+
+        d.addErrback(lambda f: log.warn("rebalance of {group} failed: {error}", group=self.group,
+                                        error=f.getErrorMessage()))
+        d.addBoth(done)
+        return d
+
+    @inlineCallbacks
+    def _rebalance(self):  # type: ignore[no-untyped-def]
+        wanted = yield self.rebalance_impl.allocate(list(self._subscribed))
+        if not self.running:
+            return
+        dropped = {mq: self.consumed[mq] for mq in self.assigned if mq not in wanted and mq in self.consumed}
+        self._set_assigned(sorted(wanted))
+        if dropped:
+            # Java commits a queue's offset when a rebalance takes it away, so its next
+            # owner starts where this member stopped.
+            try:
+                yield self.commit(dropped)
+            except Exception as e:
+                log.warn("commit of dropped queues failed: {error}", error=e)
 
     def _check_assigned(self, mq: MessageQueue) -> None:
         if mq not in self.pull_offsets:

@@ -37,13 +37,13 @@ from zope.interface import implementer
 
 from rocketmq_tx.client.instance import MQClientInstance
 from rocketmq_tx.client.offsetstore import LocalOffsetStore, default_offset_dir
+from rocketmq_tx.client.rebalance import IdsChangedProcessor, RebalanceImpl
 from rocketmq_tx.client.litepull import (
     CONSUME_FROM_FIRST_OFFSET,
     CONSUME_FROM_LAST_OFFSET,
     CONSUME_FROM_TIMESTAMP,
     DEFAULT_CONSUME_TIMESTAMP_AGO,
 )
-from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageConst, MessageExt, MessageQueue
 from rocketmq_tx.common.rebalance import STRATEGIES
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
@@ -91,23 +91,6 @@ CLIENT_VERSION_DESC = "V4_9_8"
 LOCK_RENEW_INTERVAL = 20.0
 #: Java ``REBALANCE_LOCK_MAX_LIVE_TIME``: a lock not renewed for this long is not trusted.
 LOCK_MAX_LIVE = 30.0
-
-
-@implementer(IRequestProcessor)
-class _IdsChanged:
-    """NOTIFY_CONSUMER_IDS_CHANGED (40, oneway): rebalance the named group now."""
-
-    def __init__(self) -> None:
-        self.consumers: dict[str, PushConsumer] = {}
-
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> None:
-        consumer = self.consumers.get(request.ext_fields.get("consumerGroup", ""))
-        if consumer is not None and consumer.running:
-            consumer.rebalance()
-        return None
-
-    def reject_request(self) -> bool:
-        return False
 
 
 @implementer(IRequestProcessor)
@@ -197,7 +180,7 @@ class PushConsumer:
         self.consume_from_where = consume_from_where
         self.pull_batch_size = pull_batch_size
         self.consume_batch_size = consume_batch_size
-        self.allocate = STRATEGIES[allocate]
+        self.rebalance_impl = RebalanceImpl(self.instance, group, STRATEGIES[allocate])
         self.max_reconsume_times = max_reconsume_times
         self.rebalance_interval = rebalance_interval
         self.persist_interval = persist_interval
@@ -215,7 +198,6 @@ class PushConsumer:
         self._committed: dict[MessageQueue, int] = {}
         self._loops: list[LoopingCall] = []
         self._rebalancing: Deferred | None = None
-        self._announced = False
         self.running = False
 
     # ------------------------------------------------------------ configuration
@@ -259,7 +241,7 @@ class PushConsumer:
         for topic in self.subscriptions:
             self.instance.watch_topic(topic)
         self.instance.register_consumer(self.group, self._consumer_data)
-        for code, kind in ((RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, _IdsChanged),
+        for code, kind in ((RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, IdsChangedProcessor),
                            (RequestCode.RESET_CONSUMER_CLIENT_OFFSET, _ResetOffset),
                            (RequestCode.GET_CONSUMER_RUNNING_INFO, _RunningInfo)):
             processor = self.instance.processors.lookup(code)
@@ -372,34 +354,8 @@ class PushConsumer:
 
     @inlineCallbacks
     def _rebalance(self):  # type: ignore[no-untyped-def]
-        wanted: set[MessageQueue] = set()
-        routes = {}
-        for topic in list(self.subscriptions):
-            try:
-                routes[topic] = yield self.instance.route(topic)
-            except Exception as e:
-                log.warn("no route for {topic}: {error}", topic=topic, error=e)
-        if not self._announced:
-            # The brokers list us among the group's members only after a heartbeat, which
-            # also makes them create our %RETRY% topic: fetch the routes that were missing.
-            yield self.instance.send_heartbeat_to_all_brokers()
-            self._announced = True
-            for topic in [t for t in self.subscriptions if t not in routes]:
-                try:
-                    routes[topic] = yield self.instance.update_route(topic)
-                except Exception as e:
-                    log.warn("no route for {topic}: {error}", topic=topic, error=e)
-        for topic, route in routes.items():
-            mq_all = subscribe_queues(topic, route)
-            if not mq_all:
-                continue
-            if self.message_model == BROADCASTING:
-                wanted.update(mq_all)
-                continue
-            cid_all = yield self._consumer_ids(mq_all[0])
-            if not cid_all:
-                continue
-            wanted.update(self.allocate(self.instance.client_id, mq_all, cid_all))
+        wanted = yield self.rebalance_impl.allocate(list(self.subscriptions),
+                                                    broadcasting=self.message_model == BROADCASTING)
         if not self.running:
             return
         dropped = [mq for mq in self.queues if mq not in wanted]
@@ -470,15 +426,6 @@ class PushConsumer:
 
     def _holds_lock(self, pq: _ProcessQueue) -> bool:
         return pq.locked_at is not None and self.reactor.seconds() - pq.locked_at < LOCK_MAX_LIVE
-
-    @inlineCallbacks
-    def _consumer_ids(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        try:
-            response = yield self.instance.invoke_broker(mq, api.consumer_list_request(self.group))
-            return api.parse_consumer_list_response(response)
-        except Exception as e:
-            log.warn("consumer list of {group} failed: {error}", group=self.group, error=e)
-            return []
 
     @inlineCallbacks
     def reset_offset(self, offsets: dict[MessageQueue, int]):  # type: ignore[no-untyped-def]

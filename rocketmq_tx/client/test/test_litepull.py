@@ -133,3 +133,42 @@ class LitePullTests(SynchronousTestCase):
         consumer.assign([MQ0])
         self.consumer = consumer
         self.assertEqual(self.poll(), [b"m2", b"m3"])
+
+
+class SubscribeTests(SynchronousTestCase):
+    """subscribe(): the group's members share the topic's queues."""
+
+    setUp = LitePullTests.setUp
+    poll = LitePullTests.poll
+
+    def test_subscribe_takes_every_queue_alone(self) -> None:
+        self.consumer.subscribe("T")
+        self.consumer.start()
+        self.net.flush()
+        self.assertEqual(self.consumer.assigned, [MQ0, MQ1])
+        self.assertEqual(self.poll(), [b"m0", b"m1", b"m2", b"m3", b"m4", b"m5"])
+        (_, heartbeat), = [h for h in self.cluster.heartbeats.items()]
+        self.assertEqual(heartbeat[-1]["consumerDataSet"][0]["consumeType"], "CONSUME_ACTIVELY")
+
+    def test_members_split_and_dropped_queue_committed(self) -> None:
+        self.consumer.subscribe("T", "A")
+        self.consumer.start()
+        self.net.flush()
+        self.assertEqual(self.poll(), [b"m0", b"m2", b"m4"])
+        broker = self.cluster.brokers["broker-a"]
+        self.cluster.heartbeats[broker].append({"clientID": "zzz@other", "consumerDataSet": [{"groupName": "CG"}]})
+        self.net.advance(20)  # the periodic rebalance: the other member takes queue 1
+        self.assertEqual(self.consumer.assigned, [MQ0])
+        self.assertEqual(self.cluster.offsets[("CG", "T", 1)], 2, "the dropped queue's offset is committed")
+        self.cluster.heartbeats[broker] = [h for h in self.cluster.heartbeats[broker] if h["clientID"] != "zzz@other"]
+        from rocketmq_tx.remoting import RemotingCommand
+
+        self.net.servers[broker].send_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                                     {"consumerGroup": "CG"}, oneway=True))
+        self.net.flush()
+        self.assertEqual(self.consumer.assigned, [MQ0, MQ1])
+
+    def test_subscribe_and_assign_exclude_each_other(self) -> None:
+        self.consumer.subscribe("T")
+        with self.assertRaisesRegex(MQClientError, "mutually exclusive"):
+            self.consumer.assign([MQ0])
