@@ -298,7 +298,8 @@ def test_examples_run(cluster):
     examples = HERE.parent / "examples"
     topic = "ExampleTopic"
     runs = [("blocking_producer.py", [topic]), ("twisted_producer.py", [topic]),
-            ("blocking_pull.py", [topic, "example-pull"]), ("lite_pull_consumer.py", [topic, "example-lite"]),
+            ("blocking_pull.py", [topic, "example-pull"]), ("admin.py", [topic, "example-pull"]),
+            ("lite_pull_consumer.py", [topic, "example-lite"]),
             ("push_consumer.py", [topic, "example-push", "30"])]
     for name, args in runs:
         out = subprocess.run([sys.executable, str(examples / name), cluster["namesrv"], *args], capture_output=True,
@@ -426,6 +427,35 @@ def test_our_lite_pull_subscriber_and_java_push_share_a_group(cluster):
         served.setdefault(m["queueId"], set()).add(m["who"])
     assert all(len(who) == 1 for who in served.values()), served
     assert {w for who in served.values() for w in who} == {"java", "tx"}, served
+
+
+def test_broadcasting_every_member_gets_everything(cluster, tmp_path):
+    """Two of our BROADCASTING push consumers in one group on a Java broker: each receives every message."""
+    topic, group = "TxBroadcast", f"TX_BCAST_CG_{time.monotonic_ns()}"
+    with BlockingProducer("TX_BCAST_PG", cluster["namesrv"]) as producer:
+        for i in range(4):
+            producer.send(Message(topic, f"warm-{i}".encode()))
+    wait_for_route(cluster["namesrv"], topic)
+    members = {f"tx{n}": start_txclient("broadcast", cluster["namesrv"], group, topic, "90", str(tmp_path / f"m{n}"))
+               for n in (1, 2)}
+    try:
+        for proc in members.values():
+            proc.wait_for(r'"ready"', 60)
+        with BlockingProducer("TX_BCAST_PG", cluster["namesrv"]) as producer:
+            wanted = set()
+            for i in range(20):
+                producer.send(Message(topic, f"b-{i}".encode()))
+                wanted.add(f"b-{i}")
+
+        def both(got: list[dict]) -> bool:
+            return all({m["body"] for m in got if m["who"] == who} >= wanted for who in members)
+
+        got = collect(members, both, 60)
+    finally:
+        for proc in members.values():
+            proc.stop()
+    for who in members:
+        assert {m["body"] for m in got if m["who"] == who} >= wanted, who
 
 
 def test_reconsume_later_then_dlq(cluster):

@@ -13,6 +13,8 @@ per process, so the pytest process stays reactor-free). JSON lines on stdout.
       PushConsumer (from the first offset) of TOPIC: {"ready": true} once started, one line
       per message (with "queues": the queues owned then), for TIMEOUT seconds. With
       MAX_RECONSUME_TIMES the listener answers RECONSUME_LATER to everything.
+  python txclient.py broadcast NAMESRV GROUP TOPIC TIMEOUT OFFSET_DIR
+      Like push, with message_model=BROADCASTING and offsets under OFFSET_DIR.
   python txclient.py litesubscribe NAMESRV GROUP TOPIC TIMEOUT
       LitePullConsumer.subscribe(TOPIC) (from the first offset, auto-commit): {"ready": true}
       once started, then one line per polled message with the queues owned at the time.
@@ -31,7 +33,7 @@ from twisted.internet.defer import ensureDeferred
 from twisted.internet.task import deferLater, react
 
 from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
-from rocketmq_tx.client.push import ConsumeOrderlyStatus
+from rocketmq_tx.client.push import BROADCASTING, ConsumeOrderlyStatus
 
 
 def out(obj: object) -> None:
@@ -93,6 +95,23 @@ async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # t
         await deferLater(reactor, float(timeout), lambda: None)
 
 
+async def broadcast(reactor, namesrv: str, group: str, topic: str, timeout: str,  # type: ignore[no-untyped-def]
+                    offset_dir: str) -> None:
+    consumer = PushConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+                            message_model=BROADCASTING, offset_store_dir=offset_dir)
+    consumer.subscribe(topic, "*")
+
+    def listener(msgs):  # type: ignore[no-untyped-def]
+        for m in msgs:
+            out({"body": m.body.decode(), "queueId": m.queue_id, "queueOffset": m.queue_offset, "topic": m.topic})
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer.register_listener(listener)
+    async with consumer:
+        out({"ready": True, "clientId": consumer.instance.client_id})
+        await deferLater(reactor, float(timeout), lambda: None)
+
+
 async def litesubscribe(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
     consumer = LitePullConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe(topic)
@@ -129,7 +148,7 @@ async def orderly(reactor, namesrv: str, group: str, topic: str, timeout: str) -
 
 def main(reactor, mode: str, *args: str):  # type: ignore[no-untyped-def]
     modes = {"produce": produce, "litepull": litepull, "push": push, "orderly": orderly,
-             "litesubscribe": litesubscribe}
+             "litesubscribe": litesubscribe, "broadcast": broadcast}
     return ensureDeferred(modes[mode](reactor, *args))
 
 
