@@ -3,8 +3,9 @@ The remoting codec over plain blocking sockets, for places where no reactor can 
 (PySpark executors, scripts). Importing this package never imports Twisted.
 """
 
+from rocketmq_tx.blocking.admin import BlockingAdmin
 from rocketmq_tx.blocking.client import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.blocking.connection import BlockingConnection, BlockingRemotingClient
 
-__all__ = ["BlockingConnection", "BlockingMQClient", "BlockingProducer", "BlockingPullClient",
+__all__ = ["BlockingAdmin", "BlockingConnection", "BlockingMQClient", "BlockingProducer", "BlockingPullClient",
            "BlockingRemotingClient"]

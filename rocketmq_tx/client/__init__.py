@@ -1,11 +1,13 @@
 """
 The RocketMQ client on Twisted: a client instance shared per process (routes, heartbeats,
-name-server fail-over), a :class:`Producer`, a :class:`LitePullConsumer` and a :class:`PushConsumer`.
+name-server fail-over), a :class:`Producer`, a :class:`LitePullConsumer`, a :class:`PushConsumer`
+and the admin API, :class:`MQAdmin`.
 
 The requests and responses are those of :mod:`rocketmq_tx.remoting.api`, which the
 blocking client in :mod:`rocketmq_tx.blocking` uses as well.
 """
 
+from rocketmq_tx.client.admin import MQAdmin
 from rocketmq_tx.client.instance import MQClientInstance
 from rocketmq_tx.client.litepull import (
     CONSUME_FROM_FIRST_OFFSET,
@@ -25,6 +27,7 @@ __all__ = [
     "CONSUME_FROM_TIMESTAMP",
     "ConsumeStatus",
     "LitePullConsumer",
+    "MQAdmin",
     "MQBrokerError",
     "MQClientError",
     "MQClientInstance",

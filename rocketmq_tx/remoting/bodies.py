@@ -1,7 +1,8 @@
 # -*- test-case-name: rocketmq_tx.remoting.test.test_bodies -*-
 """
 Request and response bodies that are more than one JSON value: REGISTER_BROKER's body
-in both its forms, and the JSON bodies the name server writes.
+in both its forms, and the JSON bodies the name server writes (``KVTable``, ``TopicList``,
+``ClusterInfo``).
 
 Registration happens every 30 s per broker, not per message, so the compressed form is
 decoded with its construct declaration directly.
@@ -15,12 +16,12 @@ from typing import Any
 
 from construct import ConstructError
 
-from rocketmq_tx.common.route import DataVersion, TopicConfig
+from rocketmq_tx.common.route import MASTER_ID, BrokerData, DataVersion, TopicConfig
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.errors import RemotingCommandError
 from rocketmq_tx.remoting.formats import RegisterBrokerBodyCompressed
 
-__all__ = ["RegisterBrokerBody", "kv_table", "topic_list"]
+__all__ = ["RegisterBrokerBody", "ClusterInfo", "TopicList", "kv_table", "topic_list"]
 
 
 @dataclass(slots=True)
@@ -85,10 +86,80 @@ def kv_table(table: dict[str, str]) -> bytes:
     return fastjson.dumps({"table": table})
 
 
+@dataclass(slots=True)
+class TopicList:
+    """
+    ``TopicList``: the topic names of GET_ALL_TOPIC_LIST_FROM_NAMESERVER and the other
+    listings. Java's set is a list here (its order is hash order; nobody relies on it);
+    ``brokerAddr`` is set only by the system-topic listings.
+    """
+
+    topic_list: list[str] = field(default_factory=list)
+    broker_addr: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.broker_addr is not None:
+            out["brokerAddr"] = self.broker_addr
+        out["topicList"] = list(self.topic_list)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> TopicList:
+        data = data or {}
+        addr = data.get("brokerAddr")
+        return cls([str(t) for t in data.get("topicList") or []], None if addr is None else str(addr))
+
+
 def topic_list(topics: Any, broker_addr: str | None = None) -> bytes:
     """``TopicList`` JSON: ``{"topicList":[...]}`` (``brokerAddr`` only when set)."""
-    out: dict[str, Any] = {}
-    if broker_addr is not None:
-        out["brokerAddr"] = broker_addr
-    out["topicList"] = list(topics)
-    return fastjson.dumps(out)
+    return fastjson.dumps(TopicList(list(topics), broker_addr).to_json())
+
+
+@dataclass(slots=True)
+class ClusterInfo:
+    """
+    ``ClusterInfo``: GET_BROKER_CLUSTER_INFO's body, every broker name's addresses and the
+    broker names of each cluster (a Java set, a sorted list here).
+    """
+
+    broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
+    cluster_addr_table: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"brokerAddrTable": {name: b.to_json() for name, b in self.broker_addr_table.items()},
+                "clusterAddrTable": {c: list(names) for c, names in self.cluster_addr_table.items()}}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ClusterInfo:
+        data = data or {}
+        brokers = {str(k): BrokerData.from_json(v) for k, v in dict(data.get("brokerAddrTable") or {}).items()}
+        clusters = {str(k): sorted(str(n) for n in v or [])
+                    for k, v in dict(data.get("clusterAddrTable") or {}).items()}
+        return cls(brokers, clusters)
+
+    def retrieve_all_cluster_names(self) -> list[str]:
+        """Java ``retrieveAllClusterNames``."""
+        return sorted(self.cluster_addr_table)
+
+    def broker_names(self, cluster: str) -> list[str]:
+        """The broker names of *cluster* (empty for an unknown cluster)."""
+        return list(self.cluster_addr_table.get(cluster, []))
+
+    def retrieve_all_addr_by_cluster(self, cluster: str) -> list[str]:
+        """Every address, masters and slaves, of *cluster*'s brokers (Java ``retrieveAllAddrByCluster``)."""
+        addrs = []
+        for name in self.broker_names(cluster):
+            data = self.broker_addr_table.get(name)
+            if data is not None:
+                addrs += [data.broker_addrs[i] for i in sorted(data.broker_addrs)]
+        return addrs
+
+    def master_addrs(self, cluster: str) -> list[str]:
+        """The master address of each broker of *cluster* (mqadmin's ``fetchMasterAddrByClusterName``)."""
+        addrs = []
+        for name in self.broker_names(cluster):
+            data = self.broker_addr_table.get(name)
+            if data is not None and MASTER_ID in data.broker_addrs:
+                addrs.append(data.broker_addrs[MASTER_ID])
+        return addrs

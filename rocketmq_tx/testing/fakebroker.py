@@ -4,8 +4,10 @@ A scripted fake name server and broker built on the codec, for client unit tests
 
 :class:`FakeCluster` answers the client's requests from memory: routes, sends (stored as
 real CommitLog records, so pulls return what a Java broker returns), pulls, offsets,
-heartbeats. Tests script faults per request code with :meth:`FakeCluster.script`: a
-canned response code, silence (to make the client time out), or a callable.
+heartbeats, queue locks, and the admin requests (cluster info, topic list, topic create and
+delete, topic and consumer stats, consumer connections, offset reset). Tests script faults
+per request code with :meth:`FakeCluster.script`: a canned response code, silence (to make
+the client time out), or a callable.
 
 It is reachable three ways: :meth:`FakeCluster.handle` (direct), as a processor for
 :class:`rocketmq_tx.net.dispatch.ProcessorTable` (``process_request``/``reject_request``,
@@ -26,6 +28,22 @@ from rocketmq_tx.common.messagecodec import decode_batch, encode_message
 from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
 from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command, split_address
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.remoting.adminbodies import (
+    Connection,
+    ConsumerConnection,
+    ConsumeStats,
+    OffsetWrapper,
+    ResetOffsetBody,
+    TopicOffset,
+    TopicStatsTable,
+)
+from rocketmq_tx.remoting.api import SubscriptionData
+from rocketmq_tx.remoting.bodies import ClusterInfo, topic_list
+from rocketmq_tx.remoting.headers.admin import (
+    CreateTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    ResetOffsetRequestHeader,
+)
 from rocketmq_tx.remoting.headers.client import (
     GetMaxOffsetRequestHeader,
     QueryConsumerOffsetRequestHeader,
@@ -55,6 +73,8 @@ class FakeCluster:
     :ivar heartbeats: decoded heartbeat bodies by broker address.
     :ivar min_offsets: ``(broker_name, topic, queue_id)`` to the first offset still stored
         (as after expiry); pulls below it answer OFFSET_MOVED like a Java broker.
+    :ivar kv: the name server's KV configuration, ``(namespace, key)`` to value.
+    :ivar deleted: ``(addr, topic)`` of every DELETE_TOPIC_IN_BROKER / _IN_NAMESRV received.
     """
 
     def __init__(self, brokers: dict[str, str] | None = None, namesrvs: tuple[str, ...] = ("127.0.0.1:9876",),
@@ -75,6 +95,9 @@ class FakeCluster:
         self._commit_log = 0
         self._lock = threading.Lock()
         self.down: set[str] = set()
+        self.cluster_name = "DefaultCluster"
+        self.kv: dict[tuple[str, str], str] = {}
+        self.deleted: list[tuple[str, str]] = []
 
     # ---------------------------------------------------------------- scripting
     def add_topic(self, topic: str, queues: int | None = None) -> None:
@@ -131,7 +154,7 @@ class FakeCluster:
         queues = self.topics[topic]
         return TopicRouteData(
             [QueueData(name, queues, queues, 6) for name in sorted(self.brokers)],
-            [BrokerData("DefaultCluster", name, {0: addr}) for name, addr in sorted(self.brokers.items())],
+            [BrokerData(self.cluster_name, name, {0: addr}) for name, addr in sorted(self.brokers.items())],
         )
 
     def _route(self, addr: str, request: RemotingCommand) -> RemotingCommand:
@@ -313,6 +336,102 @@ class FakeCluster:
                 del self.locks[(body.consumer_group, mq)]
         return request.make_response()
 
+    # ---------------------------------------------------------------- admin
+    def _cluster_info(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        info = ClusterInfo({name: BrokerData(self.cluster_name, name, {0: a}) for name, a in self.brokers.items()},
+                           {self.cluster_name: sorted(self.brokers)})
+        return request.make_response(body=fastjson.dumps_legacy(info.to_json()))
+
+    def _topic_list(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return request.make_response(body=topic_list(sorted(self.topics)))
+
+    def _create_topic(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
+        self.topics[h.topic] = h.write_queue_nums
+        return request.make_response()
+
+    def _delete_topic(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        topic = request.ext_fields["topic"]
+        self.deleted.append((addr, topic))
+        if addr in self.namesrvs:
+            self.topics.pop(topic, None)
+        else:
+            name = self._broker_name(addr)
+            for key in [k for k in self.messages if k[:2] == (name, topic)]:
+                del self.messages[key]
+        return request.make_response()
+
+    def _put_kv(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        f = request.ext_fields
+        self.kv[(f["namespace"], f["key"])] = f["value"]
+        return request.make_response()
+
+    def _delete_kv(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        self.kv.pop((request.ext_fields["namespace"], request.ext_fields["key"]), None)
+        return request.make_response()
+
+    def _topic_stats(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        topic = request.ext_fields["topic"]
+        if topic not in self.topics:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        name = self._broker_name(addr)
+        table = TopicStatsTable()
+        for qid in range(self.topics[topic]):
+            stored = self.messages.get((name, topic, qid), [])
+            table.offset_table[MessageQueue(topic, name, qid)] = TopicOffset(
+                self.min_offsets.get((name, topic, qid), 0), len(stored), stored[-1].store_timestamp if stored else 0)
+        return request.make_response(body=fastjson.dumps(table.to_json()))
+
+    def _consume_stats(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
+        topics = {h.topic} if h.topic else {t for g, t, _ in self.offsets if g == h.consumer_group}
+        name = self._broker_name(addr)
+        stats = ConsumeStats()
+        for topic in sorted(topics):
+            for qid in range(self.topics.get(topic, 0)):
+                stored = self.messages.get((name, topic, qid), [])
+                consumer = self.offsets.get((h.consumer_group, topic, qid), 0)
+                last = stored[consumer - 1].store_timestamp if 0 < consumer <= len(stored) else 0
+                stats.offset_table[MessageQueue(topic, name, qid)] = OffsetWrapper(len(stored), consumer, last)
+        return request.make_response(body=fastjson.dumps(stats.to_json()))
+
+    def _group_clients(self, addr: str, group: str) -> dict[str, dict[str, Any]]:
+        """client id -> the consumer data of *group* in its last heartbeat to *addr*."""
+        clients: dict[str, dict[str, Any]] = {}
+        for hb in self.heartbeats.get(addr, []):
+            for consumer in hb.get("consumerDataSet") or []:
+                if consumer["groupName"] == group:
+                    clients[hb["clientID"]] = consumer
+        return clients
+
+    def _consumer_connections(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        group = request.ext_fields["consumerGroup"]
+        clients = self._group_clients(addr, group)
+        if not clients:
+            return request.make_response(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+        last = list(clients.values())[-1]
+        body = ConsumerConnection(
+            [Connection(cid, "127.0.0.1:50000", "PYTHON", 409) for cid in sorted(clients)],
+            {s["topic"]: SubscriptionData.from_json(s) for s in last.get("subscriptionDataSet") or []},
+            last.get("consumeType"), last.get("messageModel"), last.get("consumeFromWhere"))
+        return request.make_response(body=fastjson.dumps(body.to_json()))
+
+    def _reset_offset(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        h = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        if not self._group_clients(addr, h.group):
+            return request.make_response(ResponseCode.CONSUMER_NOT_ONLINE,
+                                         f"Consumer not online, so can not reset offset, Group: {h.group} "
+                                         f"Topic: {h.topic} Timestamp: {h.timestamp}")
+        name = self._broker_name(addr)
+        table: dict[MessageQueue, int] = {}
+        for qid in range(self.topics.get(h.topic, 0)):
+            stored = self.messages.get((name, h.topic, qid), [])
+            target = len(stored) if h.timestamp == -1 else next(
+                (m.queue_offset for m in stored if m.store_timestamp >= h.timestamp), len(stored))
+            current = self.offsets.get((h.group, h.topic, qid), 0)
+            table[MessageQueue(h.topic, name, qid)] = target if h.is_force or target < current else current
+        return request.make_response(body=fastjson.dumps(ResetOffsetBody(table).to_json()))
+
 
 _HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingCommand]] = {
     RequestCode.GET_ROUTEINFO_BY_TOPIC: FakeCluster._route,
@@ -333,6 +452,17 @@ _HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingComma
     RequestCode.QUERY_MESSAGE: FakeCluster._query,
     RequestCode.LOCK_BATCH_MQ: FakeCluster._lock_batch,
     RequestCode.UNLOCK_BATCH_MQ: FakeCluster._unlock_batch,
+    RequestCode.GET_BROKER_CLUSTER_INFO: FakeCluster._cluster_info,
+    RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: FakeCluster._topic_list,
+    RequestCode.UPDATE_AND_CREATE_TOPIC: FakeCluster._create_topic,
+    RequestCode.DELETE_TOPIC_IN_BROKER: FakeCluster._delete_topic,
+    RequestCode.DELETE_TOPIC_IN_NAMESRV: FakeCluster._delete_topic,
+    RequestCode.PUT_KV_CONFIG: FakeCluster._put_kv,
+    RequestCode.DELETE_KV_CONFIG: FakeCluster._delete_kv,
+    RequestCode.GET_TOPIC_STATS_INFO: FakeCluster._topic_stats,
+    RequestCode.GET_CONSUME_STATS: FakeCluster._consume_stats,
+    RequestCode.GET_CONSUMER_CONNECTION_LIST: FakeCluster._consumer_connections,
+    RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: FakeCluster._reset_offset,
 }
 
 

@@ -19,7 +19,7 @@ from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
 from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, RequestCode, ResponseCode
 from rocketmq_tx.common import fastjson
-from rocketmq_tx.remoting.bodies import RegisterBrokerBody, kv_table, topic_list
+from rocketmq_tx.remoting.bodies import ClusterInfo, RegisterBrokerBody, kv_table, topic_list
 from rocketmq_tx.remoting.headers.namesrv import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -160,11 +160,8 @@ class DefaultRequestProcessor:
 
     def get_broker_cluster_info(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         brokers, clusters = self.routes.get_all_cluster_info()
-        body = fastjson.dumps({
-            "brokerAddrTable": {name: b.to_json() for name, b in brokers.items()},
-            "clusterAddrTable": {cluster: sorted(names) for cluster, names in clusters.items()},
-        })
-        return request.make_response(body=body)
+        info = ClusterInfo(dict(brokers), {cluster: sorted(names) for cluster, names in clusters.items()})
+        return request.make_response(body=fastjson.dumps(info.to_json()))
 
     def wipe_write_perm_of_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)

@@ -1,0 +1,158 @@
+# -*- test-case-name: rocketmq_tx.blocking.test.test_admin -*-
+"""
+:class:`BlockingAdmin`: Java's ``DefaultMQAdminExt`` without a reactor, for scripts,
+notebooks and PySpark drivers. Every operation is a plan of
+:mod:`rocketmq_tx.remoting.adminapi`, the same one the Twisted
+:class:`~rocketmq_tx.client.admin.MQAdmin` runs; this class only sends its requests, one
+after another, over the blocking connections of a :class:`BlockingMQClient`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from rocketmq_tx.blocking.client import BlockingMQClient
+from rocketmq_tx.common.message import MessageExt, MessageQueue
+from rocketmq_tx.common.route import TopicConfig, TopicRouteData
+from rocketmq_tx.remoting import adminapi
+from rocketmq_tx.remoting.adminapi import NAMESRV, Call, Plan, QueryResult, RollbackStats
+from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, TopicStatsTable
+from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
+from rocketmq_tx.remoting.command import RemotingCommand
+from rocketmq_tx.tlsconfig import TlsSettings
+
+__all__ = ["BlockingAdmin"]
+
+T = TypeVar("T")
+
+
+class BlockingAdmin:
+    """
+    The admin operations of issue 6, blocking. Failures raise
+    :class:`~rocketmq_tx.remoting.errors.MQBrokerError` (the server's code and remark),
+    :class:`~rocketmq_tx.remoting.api.MQClientError` (nothing found, no such cluster) or a
+    :class:`~rocketmq_tx.remoting.errors.RemotingError` (the network).
+
+    :param namesrv_addr: ``"a:9876;b:9876"``; a failing name server is skipped.
+    :param timeout: seconds per request (Java ``timeoutMillis``; consumer stats and message
+        queries get three times as much, as in Java).
+    :param tls: talk TLS (``tls.client.*`` settings).
+    """
+
+    def __init__(self, namesrv_addr: str, *, timeout: float = 3.0, client_id: str | None = None,
+                 tls: TlsSettings | None = None) -> None:
+        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"namesrv_addr": self.client.namesrv_addr, "timeout": self.client.timeout,
+                "client_id": self.client._given_client_id, "tls": self.client.tls}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state.pop("namesrv_addr"), **state)  # type: ignore[misc]
+
+    def __enter__(self) -> BlockingAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections (the object reconnects if used again)."""
+        self.client.close()
+
+    @property
+    def namesrvs(self) -> list[str]:
+        return list(self.client.namesrvs.addresses)
+
+    def _invoke(self, call: Call) -> RemotingCommand:
+        timeout = self.client.timeout * call.timeout_scale
+        if call.addr is NAMESRV:
+            return self.client.invoke_namesrv(call.request, timeout)
+        return self.client.remoting.invoke(call.addr, call.request, timeout)
+
+    def run(self, plan: Plan[T]) -> T:
+        """Run any plan of :mod:`rocketmq_tx.remoting.adminapi`."""
+        return adminapi.run_plan(plan, self._invoke)
+
+    # ------------------------------------------------------------ cluster and topics
+    def examine_broker_cluster_info(self) -> ClusterInfo:
+        """Brokers by name (addresses by broker id) and broker names by cluster (mqadmin ``clusterList``)."""
+        return self.run(adminapi.examine_broker_cluster_info())
+
+    def fetch_master_addr_by_cluster_name(self, cluster: str) -> list[str]:
+        """The master address of each broker of *cluster*."""
+        return self.run(adminapi.fetch_master_addr_by_cluster_name(cluster))
+
+    def examine_topic_route_info(self, topic: str) -> TopicRouteData:
+        """The topic's route, fresh from the name server (mqadmin ``topicRoute``)."""
+        return self.run(adminapi.examine_topic_route_info(topic))
+
+    def fetch_all_topic_list(self) -> TopicList:
+        """Every topic the name server routes (mqadmin ``topicList``); the names are ``.topic_list``."""
+        return self.run(adminapi.fetch_all_topic_list())
+
+    def create_and_update_topic_config(self, addr: str, config: TopicConfig) -> None:
+        """Create or update a topic on one broker (mqadmin ``updateTopic -b``)."""
+        self.run(adminapi.create_and_update_topic_config(addr, config))
+
+    def create_topic_in_cluster(self, cluster: str, config: TopicConfig) -> list[str]:
+        """Create or update a topic on every master of *cluster* (mqadmin ``updateTopic -c``); their addresses."""
+        return self.run(adminapi.create_topic_in_cluster(cluster, config, self.namesrvs))
+
+    def delete_topic_in_broker(self, addrs: Iterable[str], topic: str) -> None:
+        """Delete *topic*'s configuration and queues on each broker of *addrs*."""
+        self.run(adminapi.delete_topic_in_broker(list(addrs), topic))
+
+    def delete_topic_in_name_server(self, addrs: Iterable[str] | None, topic: str, cluster: str | None = None) -> None:
+        """Drop *topic* from the routes of *addrs* (``None``: every configured name server)."""
+        self.run(adminapi.delete_topic_in_name_server(self.namesrvs if addrs is None else list(addrs), topic, cluster))
+
+    def delete_topic(self, topic: str, cluster: str) -> None:
+        """Delete *topic* from *cluster*'s brokers and every name server (mqadmin ``deleteTopic -c``)."""
+        self.run(adminapi.delete_topic(topic, cluster, self.namesrvs))
+
+    def examine_topic_stats(self, topic: str) -> TopicStatsTable:
+        """Min and max offset and last store time of every queue (mqadmin ``topicStatus``)."""
+        return self.run(adminapi.examine_topic_stats(topic))
+
+    # ------------------------------------------------------------ consumers
+    def examine_consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """
+        Broker offset, consumer offset and last consume time per queue (mqadmin
+        ``consumerProgress -g``); ``compute_total_diff()`` is the total lag.
+        """
+        return self.run(adminapi.examine_consume_stats(group, topic))
+
+    def examine_consumer_connection_info(self, group: str) -> ConsumerConnection:
+        """The group's connected clients and subscriptions (mqadmin ``consumerConnection``)."""
+        return self.run(adminapi.examine_consumer_connection_info(group))
+
+    # ------------------------------------------------------------ messages
+    def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """By offsetMsgId (mqadmin ``queryMsgById``); with *topic* a UNIQ_KEY works too."""
+        return self.run(adminapi.view_message(msg_id, topic))
+
+    def query_message(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0,
+                      end_ms: int | None = None) -> QueryResult:
+        """Messages with *key* in ``KEYS`` (mqadmin ``queryMsgByKey``)."""
+        return self.run(adminapi.query_message(topic, key, max_num, begin_ms, end_ms))
+
+    def query_message_by_uniq_key(self, topic: str, key: str) -> MessageExt:
+        """The message whose ``UNIQ_KEY`` (a producer's msgId) is *key* (mqadmin ``queryMsgByUniqueKey``)."""
+        return self.run(adminapi.query_message_by_uniq_key(topic, key))
+
+    # ------------------------------------------------------------ offsets
+    def reset_offset_by_timestamp(self, topic: str, group: str, timestamp_ms: int, *,
+                                  force: bool = True) -> dict[MessageQueue, int]:
+        """Brokers reset the group's offsets to *timestamp_ms* (-1: the end) and tell its running consumers."""
+        return self.run(adminapi.reset_offset_by_timestamp(topic, group, timestamp_ms, force))
+
+    def reset_offset_by_timestamp_old(self, topic: str, group: str, timestamp_ms: int, *,
+                                      force: bool = True) -> list[RollbackStats]:
+        """The admin commits the offsets at *timestamp_ms* itself (for a group with no running consumer)."""
+        return self.run(adminapi.reset_offset_by_timestamp_old(topic, group, timestamp_ms, force))
+
+    def reset_offset_new(self, topic: str, group: str, timestamp_ms: int) -> dict[MessageQueue, int]:
+        """mqadmin ``resetOffsetByTime``: through the brokers, or by the admin when no consumer is online."""
+        return self.run(adminapi.reset_offset_new(topic, group, timestamp_ms))

@@ -1,0 +1,692 @@
+# -*- test-case-name: rocketmq_tx.client.test.test_admin,rocketmq_tx.blocking.test.test_admin -*-
+"""
+The admin side of the protocol without I/O (Java ``DefaultMQAdminExtImpl`` over
+``MQClientAPIImpl``): a builder and a parser per admin request code, and every admin
+operation written once as a *plan*.
+
+A plan is a generator that yields the requests it needs and is sent their responses, so
+the Twisted :class:`~rocketmq_tx.client.admin.MQAdmin` and the blocking
+:class:`~rocketmq_tx.blocking.admin.BlockingAdmin` take the same steps (which route to
+read, which brokers to ask, how the answers merge, when to fall back) and differ only in
+how they move commands:
+
+* ``response = yield Call(addr, request)`` sends one request; a transport failure
+  (:class:`RemotingError`) is raised at the ``yield``. ``addr`` :data:`NAMESRV` (``None``)
+  means the name servers, with fail-over.
+* ``results = yield [Call(...), ...]`` sends them all (concurrently on Twisted) and gets a
+  list, in order, of responses or the :class:`RemotingError` each call failed with.
+
+:func:`run_plan` drives a plan with a blocking ``invoke``. Bodies and headers come from
+:mod:`rocketmq_tx.remoting.adminbodies`, :mod:`rocketmq_tx.remoting.bodies` and
+:mod:`rocketmq_tx.remoting.headers`, as the broker and name server use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union
+
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.errors import MessageFormatError
+from rocketmq_tx.common.message import MessageExt, MessageQueue
+from rocketmq_tx.common.msgid import decode_offset_msg_id, unique_key_time
+from rocketmq_tx.common.route import TopicConfig, TopicRouteData
+from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting.adminbodies import (
+    ConsumerConnection,
+    ConsumeStats,
+    OffsetWrapper,
+    ResetOffsetBody,
+    TopicStatsTable,
+)
+from rocketmq_tx.remoting.api import (
+    AUTO_CREATE_TOPIC_KEY,
+    RETRY_GROUP_TOPIC_PREFIX,
+    MQClientError,
+    check_response,
+)
+from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
+from rocketmq_tx.remoting.codes import RequestCode, ResponseCode
+from rocketmq_tx.remoting.command import RemotingCommand
+from rocketmq_tx.remoting.errors import MQBrokerError, RemotingCommandError, RemotingError
+from rocketmq_tx.remoting.headers.admin import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from rocketmq_tx.remoting.headers.client import QueryMessageResponseHeader
+from rocketmq_tx.remoting.headers.namesrv import (
+    DeleteKVConfigRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    PutKVConfigRequestHeader,
+)
+
+__all__ = [
+    "NAMESRV",
+    "ORDER_TOPIC_CONFIG",
+    "Call",
+    "Plan",
+    "QueryResult",
+    "RollbackStats",
+    "run_plan",
+    # builders and parsers
+    "cluster_info_request",
+    "parse_cluster_info_response",
+    "topic_list_request",
+    "parse_topic_list_response",
+    "create_topic_request",
+    "delete_topic_in_broker_request",
+    "delete_topic_in_namesrv_request",
+    "put_kv_config_request",
+    "delete_kv_config_request",
+    "topic_stats_request",
+    "parse_topic_stats_response",
+    "consume_stats_request",
+    "parse_consume_stats_response",
+    "consumer_connection_request",
+    "parse_consumer_connection_response",
+    "reset_offset_request",
+    "parse_reset_offset_response",
+    "parse_query_message_response",
+    # plans
+    "examine_broker_cluster_info",
+    "fetch_master_addr_by_cluster_name",
+    "examine_topic_route_info",
+    "fetch_all_topic_list",
+    "create_and_update_topic_config",
+    "create_topic_in_cluster",
+    "delete_topic_in_broker",
+    "delete_topic_in_name_server",
+    "delete_topic",
+    "examine_topic_stats",
+    "examine_consume_stats",
+    "examine_consumer_connection_info",
+    "view_message",
+    "query_message",
+    "query_message_by_uniq_key",
+    "reset_offset_by_timestamp",
+    "reset_offset_by_timestamp_old",
+    "reset_offset_new",
+]
+
+T = TypeVar("T")
+
+#: A :class:`Call` address meaning "the name servers, with fail-over".
+NAMESRV = None
+#: ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``: the KV namespace of ordered topics' layouts.
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+#: Java's ``Long.MAX_VALUE``: the open end of a query by unique key.
+_LONG_MAX = 2 ** 63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """
+    One request of a plan.
+
+    :ivar addr: a broker or name-server address, or :data:`NAMESRV`.
+    :ivar timeout_scale: times the driver's request timeout (Java gives GET_CONSUME_STATS
+        and QUERY_MESSAGE three times its ``timeoutMillis``).
+    """
+
+    addr: str | None
+    request: RemotingCommand
+    timeout_scale: float = 1.0
+
+
+Step = Union[Call, list[Call]]
+#: An admin operation: yields :class:`Call` s (or lists of them), returns its result.
+Plan = Generator[Step, Any, T]
+
+
+def run_plan(plan: Plan[T], invoke: Callable[[Call], RemotingCommand]) -> T:
+    """
+    Drive *plan* with a blocking *invoke* (calls of a list go one after another).
+
+    :raises: whatever the plan raises; a :class:`RemotingError` of a single call is raised
+        inside the plan first, so the plan may handle it.
+    """
+    reply: Any = None
+    error: RemotingError | None = None
+    while True:
+        try:
+            step = plan.throw(error) if error is not None else plan.send(reply)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        reply, error = None, None
+        if isinstance(step, list):
+            results: list[RemotingCommand | RemotingError] = []
+            for call in step:
+                try:
+                    results.append(invoke(call))
+                except RemotingError as e:
+                    results.append(e)
+            reply = results
+        else:
+            try:
+                reply = invoke(step)
+            except RemotingError as e:
+                error = e
+
+
+def _body_json(response: RemotingCommand, what: str) -> Any:
+    check_response(response)
+    try:
+        return fastjson.loads(response.body) if response.body else {}
+    except ValueError as e:
+        raise MQBrokerError(response.code, f"malformed {what} body: {e}") from None
+
+
+def _decoded(response: RemotingCommand, what: str, decode: Callable[[Any], T]) -> T:
+    data = _body_json(response, what)
+    try:
+        return decode(data)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise MQBrokerError(response.code, f"malformed {what} body: {e}") from None
+
+
+def _ok_or_raise(result: RemotingCommand | RemotingError) -> RemotingCommand:
+    """One entry of a list step: the response if it is SUCCESS, else raise what went wrong."""
+    if isinstance(result, RemotingError):
+        raise result
+    return check_response(result)
+
+
+def _retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+# --------------------------------------------------------------------------- results
+
+@dataclass(slots=True)
+class QueryResult:
+    """Java ``QueryResult``: the messages a query by key found, and the newest index time of the brokers asked."""
+
+    index_last_update_timestamp: int = 0
+    message_list: list[MessageExt] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RollbackStats:
+    """
+    Java ``RollbackStats``: one queue of a reset done by the admin itself
+    (:func:`reset_offset_by_timestamp_old`). ``rollback_offset`` is the group's offset
+    afterwards: ``timestamp_offset`` when the reset applied, else the unchanged one.
+    """
+
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    timestamp_offset: int
+    rollback_offset: int
+
+
+# --------------------------------------------------------------------------- name server requests
+
+def cluster_info_request() -> RemotingCommand:
+    """GET_BROKER_CLUSTER_INFO (106)."""
+    return RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+
+
+def parse_cluster_info_response(response: RemotingCommand) -> ClusterInfo:
+    return _decoded(response, "ClusterInfo", ClusterInfo.from_json)
+
+
+def topic_list_request() -> RemotingCommand:
+    """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206)."""
+    return RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+
+
+def parse_topic_list_response(response: RemotingCommand) -> TopicList:
+    return _decoded(response, "TopicList", TopicList.from_json)
+
+
+def delete_topic_in_namesrv_request(topic: str, cluster: str | None = None) -> RemotingCommand:
+    """DELETE_TOPIC_IN_NAMESRV (216); *cluster* (5.x) limits it to that cluster's brokers, 4.x ignores it."""
+    return RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                                   DeleteTopicFromNamesrvRequestHeader(topic, cluster).to_ext_fields())
+
+
+def put_kv_config_request(namespace: str, key: str, value: str) -> RemotingCommand:
+    """PUT_KV_CONFIG (100)."""
+    return RemotingCommand.request(RequestCode.PUT_KV_CONFIG,
+                                   PutKVConfigRequestHeader(namespace, key, value).to_ext_fields())
+
+
+def delete_kv_config_request(namespace: str, key: str) -> RemotingCommand:
+    """DELETE_KV_CONFIG (102)."""
+    return RemotingCommand.request(RequestCode.DELETE_KV_CONFIG,
+                                   DeleteKVConfigRequestHeader(namespace, key).to_ext_fields())
+
+
+# --------------------------------------------------------------------------- broker requests
+
+def _attributes_text(attributes: dict[str, str] | None) -> str:
+    # 5.x AttributeParser.parseToString: "k=v" (or a bare key) joined by commas.
+    return ",".join(k if not v else f"{k}={v}" for k, v in (attributes or {}).items())
+
+
+def create_topic_request(config: TopicConfig, default_topic: str = AUTO_CREATE_TOPIC_KEY) -> RemotingCommand:
+    """
+    UPDATE_AND_CREATE_TOPIC (17). ``attributes`` goes as 5.x writes it (``+key=value``
+    pairs); 4.x brokers ignore the key.
+    """
+    header = CreateTopicRequestHeader(
+        config.topic_name, default_topic, config.read_queue_nums, config.write_queue_nums, config.perm,
+        config.topic_filter_type, config.topic_sys_flag, config.order,
+        _attributes_text(config.attributes) if config.attributes is not None else None)
+    return RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+
+
+def delete_topic_in_broker_request(topic: str) -> RemotingCommand:
+    """DELETE_TOPIC_IN_BROKER (215)."""
+    return RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic).to_ext_fields())
+
+
+def topic_stats_request(topic: str) -> RemotingCommand:
+    """GET_TOPIC_STATS_INFO (202)."""
+    return RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO,
+                                   GetTopicStatsInfoRequestHeader(topic).to_ext_fields())
+
+
+def parse_topic_stats_response(response: RemotingCommand) -> TopicStatsTable:
+    """One broker's queues of the topic; TOPIC_NOT_EXIST (17) raises."""
+    return _decoded(response, "TopicStatsTable", TopicStatsTable.from_json)
+
+
+def consume_stats_request(group: str, topic: str | None = None) -> RemotingCommand:
+    """GET_CONSUME_STATS (208); without *topic* the broker reports every topic the group has offsets for."""
+    return RemotingCommand.request(RequestCode.GET_CONSUME_STATS,
+                                   GetConsumeStatsRequestHeader(group, topic).to_ext_fields())
+
+
+def parse_consume_stats_response(response: RemotingCommand) -> ConsumeStats:
+    return _decoded(response, "ConsumeStats", ConsumeStats.from_json)
+
+
+def consumer_connection_request(group: str) -> RemotingCommand:
+    """GET_CONSUMER_CONNECTION_LIST (203)."""
+    return RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                   GetConsumerConnectionListRequestHeader(group).to_ext_fields())
+
+
+def parse_consumer_connection_response(response: RemotingCommand) -> ConsumerConnection:
+    """CONSUMER_NOT_ONLINE (206) raises with the broker's remark."""
+    return _decoded(response, "ConsumerConnection", ConsumerConnection.from_json)
+
+
+def reset_offset_request(topic: str, group: str, timestamp_ms: int, force: bool = True) -> RemotingCommand:
+    """
+    INVOKE_BROKER_TO_RESET_OFFSET (222): every queue of the group in *topic* to the first
+    offset stored at *timestamp_ms* (-1: the queue's end). Sent as the 5.x client does
+    (``queueId`` -1 and ``offset`` -1: all queues, by time), which 4.x brokers ignore.
+    """
+    header = ResetOffsetRequestHeader(topic, group, timestamp_ms, force, -1, -1)
+    return RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext_fields())
+
+
+def parse_reset_offset_response(response: RemotingCommand) -> dict[MessageQueue, int]:
+    """
+    The new offset of each queue (``ResetOffsetBody``). Any other code, or a SUCCESS
+    without a body, raises with the broker's code and remark (CONSUMER_NOT_ONLINE, 206,
+    from a 4.x broker when no consumer of the group is connected).
+    """
+    if response.code != ResponseCode.SUCCESS or not response.body:
+        raise MQBrokerError(response.code, response.remark)
+    body = _decoded(response, "ResetOffsetBody", ResetOffsetBody.from_json)
+    return dict(body.offset_table or {})
+
+
+def parse_query_message_response(response: RemotingCommand) -> tuple[int, list[MessageExt]]:
+    """QUERY_MESSAGE's ``indexLastUpdateTimestamp`` and records; QUERY_NOT_FOUND (22) is ``(0, [])``."""
+    messages = api.parse_messages_response(response)
+    if not messages:
+        return 0, []
+    try:
+        header = QueryMessageResponseHeader.from_ext_fields(response.ext_fields)
+    except RemotingCommandError:
+        return 0, messages
+    return int(header.index_last_update_timestamp or 0), messages
+
+
+# --------------------------------------------------------------------------- plans: cluster and topics
+
+def examine_broker_cluster_info() -> Plan[ClusterInfo]:
+    """The brokers and clusters the name server knows."""
+    return parse_cluster_info_response((yield Call(NAMESRV, cluster_info_request())))
+
+
+def fetch_master_addr_by_cluster_name(cluster: str) -> Plan[list[str]]:
+    """
+    The master address of every broker of *cluster*.
+
+    :raises MQClientError: the name server knows no such cluster.
+    """
+    info = yield from examine_broker_cluster_info()
+    if cluster not in info.cluster_addr_table:
+        raise MQClientError(f"the cluster [{cluster}] does not exist on the name server")
+    return info.master_addrs(cluster)
+
+
+def examine_topic_route_info(topic: str) -> Plan[TopicRouteData]:
+    """The route, always fresh from the name server (an admin reads no cache)."""
+    return api.parse_route_response((yield Call(NAMESRV, api.route_request(topic))))
+
+
+def fetch_all_topic_list() -> Plan[TopicList]:
+    """Every topic the name server routes."""
+    return parse_topic_list_response((yield Call(NAMESRV, topic_list_request())))
+
+
+def create_and_update_topic_config(addr: str, config: TopicConfig) -> Plan[None]:
+    """Create or update *config* on the broker at *addr* (mqadmin ``updateTopic -b``)."""
+    check_response((yield Call(addr, create_topic_request(config))))
+
+
+def _put_order_conf(topic: str, order_conf: str, namesrvs: Sequence[str]) -> Plan[None]:
+    # Java's createOrUpdateOrderConf with isCluster: every name server gets the layout.
+    for result in (yield [Call(addr, put_kv_config_request(ORDER_TOPIC_CONFIG, topic, order_conf))
+                          for addr in namesrvs]):
+        _ok_or_raise(result)
+
+
+def create_topic_in_cluster(cluster: str, config: TopicConfig, namesrvs: Sequence[str] = ()) -> Plan[list[str]]:
+    """
+    Create or update *config* on every master of *cluster* (mqadmin ``updateTopic -c``);
+    returns their addresses. An ordered topic (``config.order``) also gets its layout
+    (``brokerName:writeQueueNums;...``) in the ORDER_TOPIC_CONFIG namespace of each of
+    *namesrvs* (routes carry it as ``orderTopicConf`` where the name server has
+    ``orderMessageEnable``; brokers get it back when they register).
+    """
+    info = yield from examine_broker_cluster_info()
+    if cluster not in info.cluster_addr_table:
+        raise MQClientError(f"the cluster [{cluster}] does not exist on the name server")
+    masters = info.master_addrs(cluster)
+    for result in (yield [Call(addr, create_topic_request(config)) for addr in masters]):
+        _ok_or_raise(result)
+    if config.order and namesrvs:
+        layout = ";".join(f"{name}:{config.write_queue_nums}" for name in info.broker_names(cluster))
+        yield from _put_order_conf(config.topic_name, layout, namesrvs)
+    return masters
+
+
+def delete_topic_in_broker(addrs: Iterable[str], topic: str) -> Plan[None]:
+    """DELETE_TOPIC_IN_BROKER on each of *addrs* (the topic's config and queues go)."""
+    for result in (yield [Call(addr, delete_topic_in_broker_request(topic)) for addr in addrs]):
+        _ok_or_raise(result)
+
+
+def delete_topic_in_name_server(addrs: Iterable[str], topic: str, cluster: str | None = None) -> Plan[None]:
+    """DELETE_TOPIC_IN_NAMESRV on each name server of *addrs*."""
+    for result in (yield [Call(addr, delete_topic_in_namesrv_request(topic, cluster)) for addr in addrs]):
+        _ok_or_raise(result)
+
+
+def delete_topic(topic: str, cluster: str, namesrvs: Sequence[str]) -> Plan[None]:
+    """
+    Java 5.x ``deleteTopic`` (mqadmin ``deleteTopic -c``): from every broker of *cluster*
+    (masters and slaves), from the routes of every name server, and its ordered-topic
+    layout from their KV configuration.
+    """
+    info = yield from examine_broker_cluster_info()
+    if cluster not in info.cluster_addr_table:
+        raise MQClientError(f"the cluster [{cluster}] does not exist on the name server")
+    yield from delete_topic_in_broker(info.retrieve_all_addr_by_cluster(cluster), topic)
+    yield from delete_topic_in_name_server(namesrvs, topic)
+    for result in (yield [Call(addr, delete_kv_config_request(ORDER_TOPIC_CONFIG, topic)) for addr in namesrvs]):
+        _ok_or_raise(result)
+
+
+def _broker_addrs(route: TopicRouteData) -> list[tuple[str, str]]:
+    """(broker name, address) of each broker of *route*: its master, else a slave (``selectBrokerAddr``)."""
+    out = []
+    for data in route.broker_datas:
+        addr = data.select_broker_addr()
+        if addr is not None:
+            out.append((data.broker_name, addr))
+    return out
+
+
+def examine_topic_stats(topic: str) -> Plan[TopicStatsTable]:
+    """
+    Every queue of *topic*: min and max offset and the last store time, from each of its
+    brokers, merged.
+
+    :raises MQClientError: no broker reported a queue.
+    """
+    route = yield from examine_topic_route_info(topic)
+    merged = TopicStatsTable()
+    results = yield [Call(addr, topic_stats_request(topic)) for _, addr in _broker_addrs(route)]
+    for result in results:
+        merged.offset_table.update(parse_topic_stats_response(_ok_or_raise(result)).offset_table)
+    if not merged.offset_table:
+        raise MQClientError("Not found the topic stats info")
+    merged.offset_table = dict(sorted(merged.offset_table.items()))
+    return merged
+
+
+# --------------------------------------------------------------------------- plans: consumers
+
+def _group_route(group: str, topic: str | None) -> Plan[TopicRouteData]:
+    # 5.x: the group's retry topic, else (a group that never sent a heartbeat, such as
+    # one committing offsets from Spark) the topic itself.
+    candidates = [_retry_topic(group)] + ([topic] if topic else [])
+    for i, name in enumerate(candidates):
+        try:
+            return (yield from examine_topic_route_info(name))
+        except MQBrokerError:
+            if i == len(candidates) - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def examine_consume_stats(group: str, topic: str | None = None) -> Plan[ConsumeStats]:
+    """
+    The group's progress (every topic it has offsets for, or only *topic*): per queue the
+    broker offset, the consumer offset and the store time of the last consumed message,
+    from every broker of the group's retry topic, merged. ``compute_total_diff()`` is the lag.
+
+    :raises MQClientError: CONSUMER_NOT_ONLINE (206) when no broker has an offset and no
+        consumer is connected; BROADCAST_CONSUMPTION (213) when the connected group
+        broadcasts (its offsets live in the clients), as Java 5.x reports.
+    """
+    route = yield from _group_route(group, topic)
+    merged = ConsumeStats()
+    results = yield [Call(addr, consume_stats_request(group, topic), 3.0) for _, addr in _broker_addrs(route)]
+    for result in results:
+        stats = parse_consume_stats_response(_ok_or_raise(result))
+        merged.offset_table.update(stats.offset_table)
+        merged.consume_tps += stats.consume_tps
+    merged.offset_table = dict(sorted(merged.offset_table.items()))
+    if merged.offset_table:
+        return merged
+    try:
+        connection = yield from examine_consumer_connection_info(group)
+    except (MQBrokerError, MQClientError, RemotingError):
+        raise MQClientError("Not found the consumer group consume stats, because return offset table is empty, "
+                            "maybe the consumer not consume any message", ResponseCode.CONSUMER_NOT_ONLINE) from None
+    if connection.message_model == "BROADCASTING":
+        raise MQClientError("Not found the consumer group consume stats, because return offset table is empty, "
+                            "the consumer is under the broadcast mode", ResponseCode.BROADCAST_CONSUMPTION)
+    return merged
+
+
+def examine_consumer_connection_info(group: str) -> Plan[ConsumerConnection]:
+    """
+    The group's connected clients and subscriptions, from a broker of its retry topic (every
+    broker gets every client's heartbeat; Java asks one at random, here the first that answers).
+
+    :raises MQBrokerError: CONSUMER_NOT_ONLINE (206) from the broker.
+    :raises MQClientError: CONSUMER_NOT_ONLINE when the answer lists no connection.
+    """
+    route = yield from examine_topic_route_info(_retry_topic(group))
+    error: Exception | None = None
+    for _, addr in _broker_addrs(route):
+        try:
+            connection = parse_consumer_connection_response((yield Call(addr, consumer_connection_request(group))))
+        except (MQBrokerError, RemotingError) as e:
+            error = e
+            continue
+        if connection.connection_set:
+            return connection
+    if error is not None:
+        raise error
+    raise MQClientError("Not found the consumer group connection", ResponseCode.CONSUMER_NOT_ONLINE)
+
+
+# --------------------------------------------------------------------------- plans: messages
+
+def view_message(msg_id: str, topic: str | None = None) -> Plan[MessageExt]:
+    """
+    The message with this offsetMsgId, read from the broker whose address the id holds
+    (VIEW_MESSAGE_BY_ID). With *topic*, an id that is not one, or finds nothing, is tried
+    as a ``UNIQ_KEY`` (Java ``viewMessage(topic, msgId)``; both are 32 hex digits).
+
+    :raises MQClientError: NO_MESSAGE (208) for an id that cannot be decoded.
+    :raises MQBrokerError: the broker's answer (e.g. SYSTEM_ERROR for an offset it does not hold).
+    """
+    try:
+        host, port, offset = decode_offset_msg_id(msg_id)
+    except MessageFormatError:
+        if topic is None:
+            raise MQClientError("query message by id finished, but no message.", ResponseCode.NO_MESSAGE) from None
+        return (yield from query_message_by_uniq_key(topic, msg_id))
+    addr = f"{host}:{port}"  # Java's form, IPv6 without brackets; split_address reads both
+    try:
+        response = yield Call(addr, api.view_message_request(offset, topic))
+        messages = api.parse_messages_response(response, not_found_ok=False)
+        if messages:
+            return messages[0]
+        raise MQClientError("query message by id finished, but no message.", ResponseCode.NO_MESSAGE)
+    except (RemotingError, MQBrokerError, MQClientError, MessageFormatError):
+        if topic is None:
+            raise
+    return (yield from query_message_by_uniq_key(topic, msg_id))
+
+
+def query_message(topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int | None = None,
+                  *, unique_key: bool = False) -> Plan[QueryResult]:
+    """
+    QUERY_MESSAGE (12) on every broker of *topic*: messages whose ``KEYS`` hold *key*
+    (or, with *unique_key*, whose ``UNIQ_KEY`` is *key*: then only the earliest stored),
+    stored between *begin_ms* and *end_ms*. The index is a hash, so every hit is checked
+    again here; a broker that fails or finds nothing is skipped, as in Java.
+
+    :raises MQClientError: NO_MESSAGE (208) when no broker found a match.
+    """
+    route = yield from examine_topic_route_info(topic)
+    calls = [Call(addr, api.query_message_request(topic, key, max_num, begin_ms, end_ms, unique_key=unique_key), 3.0)
+             for _, addr in _broker_addrs(route)]
+    newest_index = 0
+    found: list[MessageExt] = []
+    for result in (yield calls):
+        if isinstance(result, RemotingError) or result.code != ResponseCode.SUCCESS:
+            continue
+        try:
+            index_ts, messages = parse_query_message_response(result)
+        except (MQBrokerError, MessageFormatError):
+            continue
+        newest_index = max(newest_index, index_ts)
+        for msg in messages:
+            if unique_key:
+                if msg.msg_id == key and (not found or msg.store_timestamp < found[0].store_timestamp):
+                    found = [msg]
+            elif key in msg.keys and msg.topic == topic:
+                found.append(msg)
+    if not found:
+        raise MQClientError("query message by key finished, but no message.", ResponseCode.NO_MESSAGE)
+    return QueryResult(newest_index, found)
+
+
+def query_message_by_uniq_key(topic: str, key: str) -> Plan[MessageExt]:
+    """
+    The message whose ``UNIQ_KEY`` (what producers report as msgId) is *key*: a query by
+    unique key from a second before the time the key encodes.
+
+    :raises MQClientError: NO_MESSAGE (208).
+    """
+    try:
+        begin = max(unique_key_time(key) - 1000, 0)
+    except MessageFormatError:
+        begin = 0
+    result = yield from query_message(topic, key, 32, begin, _LONG_MAX, unique_key=True)
+    return result.message_list[0]
+
+
+# --------------------------------------------------------------------------- plans: offsets
+
+def reset_offset_by_timestamp(topic: str, group: str, timestamp_ms: int, force: bool = True
+                              ) -> Plan[dict[MessageQueue, int]]:
+    """
+    Java ``resetOffsetByTimestamp``: each broker of *topic* moves *group*'s offsets to the
+    first message stored at or after *timestamp_ms* (-1: the end) and tells the group's
+    running consumers (a 4.x broker; 5.x brokers reset on their side by default). Without
+    *force* an offset only moves back. Returns every queue's new offset.
+
+    :raises MQBrokerError: the broker's code and remark, e.g. CONSUMER_NOT_ONLINE (206)
+        from a 4.x broker when no consumer of the group is connected.
+    """
+    route = yield from examine_topic_route_info(topic)
+    table: dict[MessageQueue, int] = {}
+    for result in (yield [Call(addr, reset_offset_request(topic, group, timestamp_ms, force))
+                          for _, addr in _broker_addrs(route)]):
+        if isinstance(result, RemotingError):
+            raise result
+        table.update(parse_reset_offset_response(result))
+    return dict(sorted(table.items()))
+
+
+def reset_offset_by_timestamp_old(topic: str, group: str, timestamp_ms: int, force: bool = True
+                                  ) -> Plan[list[RollbackStats]]:
+    """
+    Java ``resetOffsetByTimestampOld``: the admin finds each queue's offset at
+    *timestamp_ms* (-1: the end) and commits it for *group* itself (UPDATE_CONSUMER_OFFSET),
+    for a group with no running consumer. Queues the group has no offset in are taken from
+    the topic's stats. Without *force* an offset only moves back.
+    """
+    route = yield from examine_topic_route_info(topic)
+    read_queues = {q.broker_name: q.read_queue_nums for q in route.queue_datas}
+    out: list[RollbackStats] = []
+    for broker_name, addr in _broker_addrs(route):
+        stats = parse_consume_stats_response((yield Call(addr, consume_stats_request(group), 3.0)))
+        entries = [(mq, w) for mq, w in sorted(stats.offset_table.items()) if mq.topic == topic]
+        if not entries:
+            table = parse_topic_stats_response((yield Call(addr, topic_stats_request(topic)))).offset_table
+            for qid in range(read_queues.get(broker_name, 0)):
+                mq = MessageQueue(topic, broker_name, qid)
+                offsets = table.get(mq)
+                if offsets is not None:
+                    entries.append((mq, OffsetWrapper(offsets.max_offset, offsets.min_offset)))
+        for mq, wrapper in entries:
+            if timestamp_ms == -1:
+                request = api.get_max_offset_request(mq)
+            else:
+                request = api.search_offset_request(mq, timestamp_ms)
+            reset = api.parse_offset_response((yield Call(addr, request)))
+            stat = RollbackStats(broker_name, mq.queue_id, wrapper.broker_offset, wrapper.consumer_offset, reset,
+                                 wrapper.consumer_offset)
+            if force or reset <= wrapper.consumer_offset:
+                stat.rollback_offset = reset
+                check_response((yield Call(addr, api.update_consumer_offset_request(group, mq, reset))))
+            out.append(stat)
+    return out
+
+
+def reset_offset_new(topic: str, group: str, timestamp_ms: int) -> Plan[dict[MessageQueue, int]]:
+    """
+    Java ``resetOffsetNew`` (what mqadmin ``resetOffsetByTime`` does): a forced
+    :func:`reset_offset_by_timestamp`, and :func:`reset_offset_by_timestamp_old` when the
+    broker answers that no consumer is online. Returns every queue's new offset.
+    """
+    try:
+        return (yield from reset_offset_by_timestamp(topic, group, timestamp_ms, True))
+    except MQBrokerError as e:
+        if e.code != ResponseCode.CONSUMER_NOT_ONLINE:
+            raise
+    stats = yield from reset_offset_by_timestamp_old(topic, group, timestamp_ms, True)
+    return {MessageQueue(topic, s.broker_name, s.queue_id): s.rollback_offset for s in stats}
