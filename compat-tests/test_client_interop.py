@@ -13,7 +13,8 @@ broker 4.9.7 + client/tools 4.9.8; and 5.5.0), with the official clients as peer
 * delay levels hold a message back; ordered sends land per queue in order;
 * a dead name server in the list is skipped.
 
-One name server and one broker per Java version, shared by the module.
+One name server and one broker per Java version, shared by the module; and the same
+suite against rocketmq_tx's own name server and broker (``rocketmq-standalone``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pytest
 
 import javaharness as jh
 import rocketmq_java as rj
+import txbroker as txb
 from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.remoting import MQBrokerError
@@ -45,16 +47,30 @@ CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.pa
                                                          if p)}
 
 
-@pytest.fixture(scope="module")
-def cluster(java_peer):
-    """A Java name server and broker, the broker registered and its template topic routable."""
-    version, classpath = java_peer
+@pytest.fixture(scope="module", params=["4.9.8", "5.5.0", "tx"])
+def cluster(request, tmp_path_factory):
+    """
+    A name server and broker, the broker registered and its template topic routable: the
+    official Java ones of a version, or ("tx") rocketmq_tx's own ``rocketmq-standalone``,
+    with the 5.5.0 Java clients and tools as peers.
+    """
+    target = request.param
+    classpath = request.getfixturevalue("java_classpath_5" if target in ("5.5.0", "tx") else "java_classpath_4")
+    if target == "tx":
+        broker = txb.start_standalone(tmp_path_factory.mktemp("client-interop-tx"), name="broker-a")
+        try:
+            wait_for_route(broker.namesrv, "TBW102")
+            yield dict(version=target, classpath=classpath, namesrv=broker.namesrv, broker=broker.addr,
+                       home=rj.JavaHome("tx-client-interop"))
+        finally:
+            broker.stop()
+        return
     ns, ns_addr, _ = rj.start_namesrv(classpath)
     broker = None
     try:
         broker, broker_addr, home = rj.start_broker(classpath, ns_addr)
         wait_for_route(ns_addr, "TBW102")
-        yield dict(version=version, classpath=classpath, namesrv=ns_addr, broker=broker_addr, home=home)
+        yield dict(version=target, classpath=classpath, namesrv=ns_addr, broker=broker_addr, home=home)
     finally:
         if broker is not None:
             broker.stop(grace=3)  # a 5.x broker takes ~15 s to stop cleanly; its store is thrown away anyway
