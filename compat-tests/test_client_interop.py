@@ -316,7 +316,9 @@ def test_examples_run(cluster):
     runs = [("blocking_producer.py", [topic]), ("twisted_producer.py", [topic]),
             ("blocking_pull.py", [topic, "example-pull"]), ("admin.py", [topic, "example-pull"]),
             ("lite_pull_consumer.py", [topic, "example-lite"]),
-            ("push_consumer.py", [topic, "example-push", "30"])]
+            ("lite_pull_consumer.py", [topic, "example-lite-subscribe", "--subscribe"]),
+            ("push_consumer.py", [topic, "example-push", "30"]),
+            ("orderly_consumer.py", [topic, "example-orderly", "30"])]
     for name, args in runs:
         out = subprocess.run([sys.executable, str(examples / name), cluster["namesrv"], *args], capture_output=True,
                              text=True, timeout=120, cwd=str(HERE.parent), env=CHILD_ENV)
