@@ -373,6 +373,19 @@ def test_java_producer_to_our_push_consumer(cluster):
             line["msgId"], line["queueId"], line["queueOffset"], f"jk-{line['i']}", str(line["i"]))
 
 
+def assert_split_between_members(settle: list[dict], second: list[dict], wanted: set[str]) -> None:
+    """Nothing new arrived while the group settled; then every wanted message was consumed,
+    each queue by one member only, and both members (java, tx) had queues."""
+    assert not [m for m in settle if m["body"].startswith("second")]
+    seconds = [m for m in second if m["body"] in wanted]
+    assert {m["body"] for m in seconds} == wanted
+    served: dict[int, set] = {}
+    for m in seconds:
+        served.setdefault(m["queueId"], set()).add(m["who"])
+    assert all(len(who) == 1 for who in served.values()), served
+    assert {w for who in served.values() for w in who} == {"java", "tx"}, served
+
+
 def test_our_push_and_java_push_share_a_group(cluster):
     """One group, our consumer and the official one: the queues are split, no queue is served by both
     once the group has settled, and every message is consumed."""
@@ -401,14 +414,7 @@ def test_our_push_and_java_push_share_a_group(cluster):
     finally:
         ours.stop()
         java.stop()
-    assert not [m for m in settle if m["body"].startswith("second")]
-    seconds = [m for m in second if m["body"] in wanted]
-    assert {m["body"] for m in seconds} == wanted
-    served: dict[int, set] = {}
-    for m in seconds:
-        served.setdefault(m["queueId"], set()).add(m["who"])
-    assert all(len(who) == 1 for who in served.values()), served
-    assert {w for who in served.values() for w in who} == {"java", "tx"}, served
+    assert_split_between_members(settle, second, wanted)
 
 
 def test_our_lite_pull_subscriber_and_java_push_share_a_group(cluster):
@@ -437,14 +443,7 @@ def test_our_lite_pull_subscriber_and_java_push_share_a_group(cluster):
     finally:
         ours.stop()
         java.stop()
-    assert not [m for m in settle if m["body"].startswith("second")]
-    seconds = [m for m in second if m["body"] in wanted]
-    assert {m["body"] for m in seconds} == wanted
-    served: dict[int, set] = {}
-    for m in seconds:
-        served.setdefault(m["queueId"], set()).add(m["who"])
-    assert all(len(who) == 1 for who in served.values()), served
-    assert {w for who in served.values() for w in who} == {"java", "tx"}, served
+    assert_split_between_members(settle, second, wanted)
 
 
 def test_broadcasting_every_member_gets_everything(cluster, tmp_path):

@@ -87,7 +87,6 @@ class LitePullConsumer:
         self.rebalance_impl = RebalanceImpl(self.instance, group, STRATEGIES[allocate])
         self.rebalance_interval = rebalance_interval
         self._rebalance_loop: LoopingCall | None = None
-        self._rebalancing: Deferred | None = None
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -199,17 +198,7 @@ class LitePullConsumer:
 
     def rebalance(self) -> Deferred:
         """Recompute this member's queues now (one rebalance at a time)."""
-        if self._rebalancing is not None:
-            return self._rebalancing
-        self._rebalancing = d = self._rebalance()
-
-        def done(result: object) -> None:
-            self._rebalancing = None
-
-        d.addErrback(lambda f: log.warn("rebalance of {group} failed: {error}", group=self.group,
-                                        error=f.getErrorMessage()))
-        d.addBoth(done)
-        return d
+        return self.rebalance_impl.run(self._rebalance)
 
     @inlineCallbacks
     def _rebalance(self):  # type: ignore[no-untyped-def]

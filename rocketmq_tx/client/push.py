@@ -197,7 +197,6 @@ class PushConsumer:
         self.queues: dict[MessageQueue, _ProcessQueue] = {}
         self._committed: dict[MessageQueue, int] = {}
         self._loops: list[LoopingCall] = []
-        self._rebalancing: Deferred | None = None
         self.running = False
 
     # ------------------------------------------------------------ configuration
@@ -340,17 +339,7 @@ class PushConsumer:
     # ------------------------------------------------------------ rebalance
     def rebalance(self) -> Deferred:
         """Recompute this member's queues now (one rebalance at a time)."""
-        if self._rebalancing is not None:
-            return self._rebalancing
-        self._rebalancing = d = self._rebalance()
-
-        def done(result: object) -> None:
-            self._rebalancing = None
-
-        d.addErrback(lambda f: log.warn("rebalance of {group} failed: {error}", group=self.group,
-                                        error=f.getErrorMessage()))
-        d.addBoth(done)
-        return d
+        return self.rebalance_impl.run(self._rebalance)
 
     @inlineCallbacks
     def _rebalance(self):  # type: ignore[no-untyped-def]

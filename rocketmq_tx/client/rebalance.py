@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from twisted.internet.defer import inlineCallbacks
+from twisted.internet.defer import Deferred, inlineCallbacks
 from twisted.logger import Logger
 from zope.interface import implementer
 
@@ -38,6 +38,24 @@ class RebalanceImpl:
         self.group = group
         self.strategy = strategy
         self._announced = False
+        self._running: Deferred | None = None
+
+    def run(self, rebalance: Callable[[], Deferred]) -> Deferred:
+        """
+        Run *rebalance* unless one is in progress, whose Deferred is then returned (a
+        periodic rebalance and a broker's notification may coincide); failures are logged.
+        """
+        if self._running is not None:
+            return self._running
+        self._running = d = rebalance()
+
+        def done(result: object) -> None:
+            self._running = None
+
+        d.addErrback(lambda f: log.warn("rebalance of {group} failed: {error}", group=self.group,
+                                        error=f.getErrorMessage()))
+        d.addBoth(done)
+        return d
 
     @inlineCallbacks
     def allocate(self, topics: Iterable[str], *, broadcasting: bool = False):  # type: ignore[no-untyped-def]

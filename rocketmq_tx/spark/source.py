@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.spark.test.test_source -*-
+# -*- test-case-name: rocketmq_tx.spark.test.test_reading -*-
 """
 The ``rocketmq`` data source for Spark's Python Data Source API (pyspark >= 4.2):
 
