@@ -217,7 +217,9 @@ class _TlsModeProtocol(Protocol):
             self._timer = None
 
     def _handshake_done(self) -> bool:
-        connection = getattr(self.inner, "_tlsConnection", None)
+        # getHandle() is TLSMemoryBIOProtocol's public way to its OpenSSL connection.
+        get_handle = getattr(self.inner, "getHandle", None)
+        connection = get_handle() if get_handle is not None else None
         try:
             return connection is not None and connection.get_peer_finished() is not None
         except SSL.Error:
