@@ -231,68 +231,77 @@ _HEAD = struct.Struct(">iiiiiqqi")  # TOTALSIZE .. SYSFLAG
 _FIXED = {flags: calc_record_size(0, 0, 0, flags) - 3 for flags in (0, 0x10, 0x20, 0x30)}
 
 
-class RecordInfo:
-    """What recovery needs from a record, read without decoding its properties."""
+#: What recovery needs from a valid record, read without decoding its properties:
+#: ``(topic, queue_id, commit_log_offset, size, sys_flag, file, position_in_file)``. A
+#: plain tuple, because recovery makes one per record.
+RecordInfo = tuple[str, int, int, int, int, MappedFile, int]
 
-    __slots__ = ("topic", "queue_id", "commit_log_offset", "size", "sys_flag", "file", "pos")
-
-    def __init__(self, topic: str, queue_id: int, commit_log_offset: int, size: int, sys_flag: int,
-                 file: MappedFile, pos: int) -> None:
-        self.topic = topic
-        self.queue_id = queue_id
-        self.commit_log_offset = commit_log_offset
-        self.size = size
-        self.sys_flag = sys_flag
-        self.file = file
-        self.pos = pos
+_BLANK = (0, None, 0, 0, 0)
+_INVALID = (-1, None, 0, 0, 0)
 
 
-def validate_record(buf, offset: int, check_crc: bool) -> tuple[int, Optional[tuple]]:
+#: BODY's start within a record by ``sysFlag & 0x30`` (IPv4/IPv6 born and store hosts), as a tuple
+#: indexed by ``(sysFlag & 0x30) >> 4`` for the recovery loop.
+_FIXED_BY_HOSTS = tuple(_FIXED[f] for f in (0, 0x10, 0x20, 0x30))
+
+
+def validate_record(buf, offset: int, check_crc: bool,
+                    _topics: dict[bytes, str] = {}) -> tuple[int, Optional[str], int, int, int]:  # noqa: B006
     """
     Structural check of the record at *offset* (the fast path of recovery): lengths agree with
     TOTALSIZE, the magic is known, the last byte is written, and optionally BODYCRC.
 
-    :return: ``(size, (topic, queue_id, physical_offset, sys_flag))`` for a valid record,
-        ``(0, None)`` for the BLANK filler, ``(-1, None)`` otherwise.
+    It runs once per record of every file recovery scans, so it reads each field once and
+    keeps the decoded topic names (few, and repeated) in *_topics*.
+
+    :return: ``(size, topic, queue_id, physical_offset, sys_flag)`` for a valid record,
+        ``(0, None, ...)`` for the BLANK filler, ``(-1, None, ...)`` otherwise.
     """
     avail = len(buf) - offset
-    if avail < 8:
-        return -1, None
-    total, magic = BLANK_HEAD.unpack_from(buf, offset)
-    if magic == BLANK_MAGIC_CODE:
-        return 0, None
+    if avail < _HEAD.size:
+        if avail >= 8 and BLANK_HEAD.unpack_from(buf, offset)[1] == BLANK_MAGIC_CODE:
+            return _BLANK
+        return _INVALID
+    total, magic, crc, queue_id, _flag, _qoff, phys, sys_flag = _HEAD.unpack_from(buf, offset)
     if magic == MESSAGE_MAGIC_CODE:
         width = 1
     elif magic == MESSAGE_MAGIC_CODE_V2:
         width = 2
+    elif magic == BLANK_MAGIC_CODE:
+        return _BLANK
     else:
-        return -1, None
+        return _INVALID
     if total < _HEAD.size or total > avail:
-        return -1, None
-    _t, _m, crc, queue_id, _flag, _qoff, phys, sys_flag = _HEAD.unpack_from(buf, offset)
-    fixed = _FIXED[sys_flag & 0x30]
+        return _INVALID
+    fixed = _FIXED_BY_HOSTS[(sys_flag & 0x30) >> 4]
     end = offset + total
     if total < fixed + width + 2:
-        return -1, None
-    body_length = _INT.unpack_from(buf, offset + fixed - 4)[0]
-    body_end = offset + fixed + body_length
+        return _INVALID
+    body_start = offset + fixed
+    body_length = _INT.unpack_from(buf, body_start - 4)[0]
+    body_end = body_start + body_length
     if body_length < 0 or body_end + width + 2 > end:
-        return -1, None
+        return _INVALID
     topic_length = buf[body_end] if width == 1 else _SHORT.unpack_from(buf, body_end)[0]
     if topic_length <= 0 or (width == 1 and topic_length > 127):
-        return -1, None
+        return _INVALID
     topic_end = body_end + width + topic_length
     if topic_end + 2 > end:
-        return -1, None
+        return _INVALID
     props_length = _SHORT.unpack_from(buf, topic_end)[0]
     if props_length < 0 or topic_end + 2 + props_length != end:
-        return -1, None
+        return _INVALID
     if (buf[end - 1] if props_length else buf[topic_end - 1]) == 0:
-        return -1, None
-    if check_crc and zlib.crc32(buf[offset + fixed:body_end]) & 0x7FFFFFFF != crc:
-        return -1, None
-    topic = str(buf[body_end + width:topic_end], "utf-8", "replace")
-    return total, (topic, queue_id, phys, sys_flag)
+        return _INVALID
+    if check_crc and zlib.crc32(buf[body_start:body_end]) & 0x7FFFFFFF != crc:
+        return _INVALID
+    raw = buf[body_end + width:topic_end]
+    topic = _topics.get(raw)
+    if topic is None:
+        topic = _topics[raw] = str(raw, "utf-8", "replace")
+        if len(_topics) > 4096:
+            _topics.clear()
+    return total, topic, queue_id, phys, sys_flag
 
 
 def iter_batch(body: bytes, batch_properties: bytes) -> Iterator[tuple[int, bytes, bytes]]:
@@ -430,22 +439,21 @@ class CommitLog:
         files = self.mapped_file_queue.files
         index = files.index(start)
         end = start.file_from_offset
+        validate = validate_record
         while index < len(files):
             f = files[index]
             pos = 0
             buf = f.mm
             base = f.file_from_offset
             while True:
-                size, info = validate_record(buf, pos, check_crc)
+                size, topic, queue_id, phys, sys_flag = validate(buf, pos, check_crc)
                 if size > 0:
-                    assert info is not None
-                    topic, queue_id, phys, sys_flag = info
                     if phys != base + pos:
                         log.warning("record at %d claims offset %d; treating it as the end of the log",
                                     base + pos, phys)
                         yield None, base + pos
                         return
-                    yield RecordInfo(topic, queue_id, phys, size, sys_flag, f, pos), base + pos + size
+                    yield (topic, queue_id, phys, size, sys_flag, f, pos), base + pos + size
                     pos += size
                     end = base + pos
                 elif size == 0:  # BLANK: the next file
@@ -462,7 +470,7 @@ class CommitLog:
 
     def dispatch_request(self, info: RecordInfo, delay_levels: dict[int, int]) -> Optional[DispatchRequest]:
         """The full request for a record found by :meth:`scan` (decodes its properties)."""
-        req, _ = check_message_and_return_size(info.file.mm, info.pos, check_crc=False,
+        req, _ = check_message_and_return_size(info[5].mm, info[6], check_crc=False,
                                                delay_levels=delay_levels)
         return req
 

@@ -288,10 +288,7 @@ class DefaultMessageStore:
                 start = self._abnormal_start_file(files)
                 if repaired_min is not None and repaired_min < start.file_from_offset:
                     start = cl.mapped_file_queue.find_mapped_file_by_offset(repaired_min, True) or start
-                end = start.file_from_offset
-                for info, end in cl.scan(start, check_crc=check_crc):
-                    if info is not None:
-                        self._redispatch_one(info)
+                end = self._replay(start, check_crc)
                 self._truncate(end, max_phy_in_cq)
         self._recover_topic_queue_table()
 
@@ -352,18 +349,52 @@ class DefaultMessageStore:
         if f is None:
             return
         for info, _end in cl.scan(f, check_crc=False):
-            if info is not None and info.commit_log_offset >= from_offset:
+            if info is not None and info[2] >= from_offset:
                 self._redispatch_one(info)
+
+    def _replay(self, start, check_crc: bool) -> int:
+        """
+        Abnormal recovery's scan from *start*: validate every record and dispatch those whose
+        ConsumeQueue or index entries are missing; returns the end of the valid log.
+
+        A record is skipped without a closer look when it lies below where its queue and the
+        index stood before the scan: dispatching only moves those marks forward, so such a
+        record never needs it. This check runs per record, so it uses local caches.
+        """
+        table = self.consume_queue_table
+        index_files = self.index_service.files
+        index_end = (index_files[-1].end_phy_offset if index_files else -1) \
+            if self.config.message_index_enable else None
+        queue_ends: dict[tuple[str, int], int] = {}
+        end = start.file_from_offset
+        for info, end in self.commit_log.scan(start, check_crc=check_crc):
+            if info is None:
+                continue
+            topic, queue_id, phys, size, sys_flag = info[:5]
+            if index_end is not None and phys >= index_end:
+                self._redispatch_one(info)
+                continue
+            tx = sys_flag & _TX_MASK
+            if tx == _NOT_TYPE or tx == _COMMIT:
+                key = (topic, queue_id)
+                queue_end = queue_ends.get(key)
+                if queue_end is None:
+                    queues = table.get(topic)
+                    cq = queues.get(queue_id) if queues is not None else None
+                    queue_end = queue_ends[key] = cq.max_physic_offset if cq is not None else -1
+                if phys + size > queue_end:
+                    self._redispatch_one(info)
+        return end
 
     def _redispatch_one(self, info) -> None:
         """Dispatch a recovered record unless its ConsumeQueue entry and index entries exist."""
-        phys = info.commit_log_offset
+        topic, queue_id, phys, size, sys_flag = info[:5]
         need = False
-        tx = info.sys_flag & _TX_MASK
+        tx = sys_flag & _TX_MASK
         if tx == _NOT_TYPE or tx == _COMMIT:
-            queues = self.consume_queue_table.get(info.topic)
-            cq = queues.get(info.queue_id) if queues is not None else None
-            need = cq is None or phys + info.size > cq.max_physic_offset
+            queues = self.consume_queue_table.get(topic)
+            cq = queues.get(queue_id) if queues is not None else None
+            need = cq is None or phys + size > cq.max_physic_offset
         if not need and self.config.message_index_enable:
             files = self.index_service.files
             need = not files or phys >= files[-1].end_phy_offset
