@@ -29,7 +29,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
-from twisted.protocols.tls import TLSMemoryBIOFactory
+from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
@@ -260,6 +260,11 @@ class TlsModeFactory(Factory):
         self.handshake_timeout = handshake_timeout
         self.tls_factory = (TLSMemoryBIOFactory(creator, False, app_factory, clock=clock)
                             if creator is not None else None)
+        if self.tls_factory is not None:
+            # Twisted's default (BufferingTLSTransport) holds every write until the next
+            # reactor turn to merge small ones; a response here is already one write of a
+            # whole frame, so that only adds a turn to every TLS round trip.
+            self.tls_factory.protocol = TLSMemoryBIOProtocol
 
     def buildProtocol(self, addr: object) -> _TlsModeProtocol:
         return _TlsModeProtocol(self, addr)
