@@ -45,7 +45,7 @@ import pytest
 import javaharness as jh
 from rocketmq_tx.blocking import BlockingMQClient
 from rocketmq_tx.remoting import MQBrokerError
-from txharness import TxProcess, WORK, twistd
+from txharness import TxProcess, WORK, small_store_args, twistd
 
 pytestmark = pytest.mark.compat
 
@@ -91,7 +91,8 @@ class Standalone:
                 "--set", f"namesrvPort={self.ns_port}", "--set", "namesrvBindAddress=127.0.0.1",
                 "--set", f"listenPort={self.port}", "--set", "bindAddress=127.0.0.1",
                 "--set", f"storePathRootDir={self.store}", "--set", "brokerIP1=127.0.0.1",
-                "--set", f"brokerName={self.name}", "--set", f"messageDelayLevel={DELAY_LEVELS}"]
+                "--set", f"brokerName={self.name}", "--set", f"messageDelayLevel={DELAY_LEVELS}",
+                *small_store_args()]
         log = WORK / f"broker-interop-{self.name}-{os.getpid()}-{time.monotonic_ns()}.log"
         self.proc = TxProcess(args, log)
         try:

@@ -40,7 +40,7 @@ def standalone(tmp, *settings: str) -> txh.TxProcess:
             "--set", f"storePathRootDir={tmp}", "--set", "tls.config.file=", "--set", "fastListenPortEnable=false"]
     for item in settings:
         args += ["--set", item]
-    return txh.start_twistd("rocketmq-standalone", args)
+    return txh.start_twistd("rocketmq-standalone", [*args, *txh.small_store_args()])
 
 
 def produce_consume(classpath: str, proc: txh.TxProcess, topic: str, jvm_tls: tuple[str, ...], count: int = 20,

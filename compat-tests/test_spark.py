@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -36,7 +35,7 @@ TAGS = ("A", "B", "C")
 
 
 @pytest.fixture(scope="module")
-def spark():
+def spark(tmp_path_factory):
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:
@@ -45,7 +44,7 @@ def spark():
         jh.unavailable("Spark needs java on PATH")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    local_dir = tempfile.mkdtemp(prefix="spark-local-")
+    local_dir = str(tmp_path_factory.mktemp("spark-local"))
     session = (SparkSession.builder.master("local[2]").appName("rocketmq-tx-compat")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")

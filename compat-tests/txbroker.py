@@ -74,6 +74,7 @@ def _broker_settings(store: Path, name: str, port: int, cluster: str, extra: Opt
         "brokerClusterName": cluster, "brokerName": name, "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
         "listenPort": port, "storePathRootDir": store, "storePathCommitLog": store / "commitlog",
         "mappedFileSizeCommitLog": 4 * 1024 * 1024, "flushDiskType": "ASYNC_FLUSH", "diskMaxUsedSpaceRatio": 99,
+        **txh.SMALL_STORE,
     }
     settings.update(extra or {})
     return settings

@@ -20,6 +20,20 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 START_TIMEOUT = 60.0
 
+#: Store keys for every broker the tests start: a full-size index file (5 million slots,
+#: 20 million entries) is 420 MB, allocated up front, and a full-size ConsumeQueue file
+#: 6 MB per queue; dozens of brokers per run would fill a CI disk.
+SMALL_STORE = {
+    "maxHashSlotNum": "5000",
+    "maxIndexNum": "20000",
+    "mappedFileSizeConsumeQueue": str(20 * 20_000),
+}
+
+
+def small_store_args() -> list[str]:
+    """:data:`SMALL_STORE` as ``--set`` options."""
+    return [arg for key, value in SMALL_STORE.items() for arg in ("--set", f"{key}={value}")]
+
 
 class TxProcess:
     """A running twistd process; stdout is collected by a thread so it never blocks."""
