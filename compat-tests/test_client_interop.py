@@ -373,9 +373,34 @@ def test_java_producer_to_our_push_consumer(cluster):
             line["msgId"], line["queueId"], line["queueOffset"], f"jk-{line['i']}", str(line["i"]))
 
 
-def assert_split_between_members(settle: list[dict], second: list[dict], wanted: set[str]) -> None:
-    """Nothing new arrived while the group settled; then every wanted message was consumed,
-    each queue by one member only, and both members (java, tx) had queues."""
+def share_a_group_with_java(cluster, topic: str, group: str, txclient_mode: str) -> None:
+    """
+    Our consumer (``txclient.py <txclient_mode>``) and the official push consumer in one
+    group: every message is consumed, and once the group has settled each queue is served
+    by one member only, and both members serve some.
+    """
+    with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
+        for i in range(8):
+            producer.send(Message(topic, f"first-{i}".encode()))
+    wait_for_route(cluster["namesrv"], topic)
+    java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
+                                                              "120"], ready=r"READY (\d+)")
+    ours = start_txclient(txclient_mode, cluster["namesrv"], group, topic, "120")
+    procs = {"java": java, "tx": ours}
+    try:
+        ours.wait_for(r'"ready"', 60)
+        first = collect(procs, lambda g: {m["body"] for m in g} >= {f"first-{i}" for i in range(8)}, 60)
+        assert {m["body"] for m in first} >= {f"first-{i}" for i in range(8)}
+        # Let both finish rebalancing (each rebalances at once on the broker's notification).
+        settle = collect(procs, lambda g: False, 3)
+        wanted = {f"second-{i}" for i in range(40)}
+        with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
+            for body in sorted(wanted):
+                producer.send(Message(topic, body.encode()))
+        second = collect(procs, lambda g: {m["body"] for m in g} >= wanted, 60)
+    finally:
+        ours.stop()
+        java.stop()
     assert not [m for m in settle if m["body"].startswith("second")]
     seconds = [m for m in second if m["body"] in wanted]
     assert {m["body"] for m in seconds} == wanted
@@ -387,63 +412,13 @@ def assert_split_between_members(settle: list[dict], second: list[dict], wanted:
 
 
 def test_our_push_and_java_push_share_a_group(cluster):
-    """One group, our consumer and the official one: the queues are split, no queue is served by both
-    once the group has settled, and every message is consumed."""
-    topic, group = "MixedGroup", f"MIXED_CG_{time.monotonic_ns()}"
-    with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
-        for i in range(8):
-            producer.send(Message(topic, f"first-{i}".encode()))
-    wait_for_route(cluster["namesrv"], topic)
-    java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
-                                                              "120"], ready=r"READY (\d+)")
-    ours = start_txclient("push", cluster["namesrv"], group, topic, "120")
-    procs = {"java": java, "tx": ours}
-    try:
-        ours.wait_for(r'"ready"', 60)
-        first = collect(procs, lambda g: {m["body"] for m in g} >= {f"first-{i}" for i in range(8)}, 60)
-        assert {m["body"] for m in first} >= {f"first-{i}" for i in range(8)}
-        # Let both finish rebalancing (each rebalances at once on the broker's notification).
-        settle = collect(procs, lambda g: False, 3)
-        with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
-            expected = {}
-            for i in range(40):
-                result = producer.send(Message(topic, f"second-{i}".encode()))
-                expected[f"second-{i}"] = result.message_queue
-        wanted = set(expected)
-        second = collect(procs, lambda g: {m["body"] for m in g} >= wanted, 60)
-    finally:
-        ours.stop()
-        java.stop()
-    assert_split_between_members(settle, second, wanted)
+    """Our PushConsumer and the official one in one group."""
+    share_a_group_with_java(cluster, "MixedGroup", f"MIXED_CG_{time.monotonic_ns()}", "push")
 
 
 def test_our_lite_pull_subscriber_and_java_push_share_a_group(cluster):
-    """LitePullConsumer.subscribe in one group with the official push consumer: the queues are split
-    (no queue served by both once settled) and every message is consumed."""
-    topic, group = "MixedLiteGroup", f"MIXED_LITE_CG_{time.monotonic_ns()}"
-    with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
-        for i in range(8):
-            producer.send(Message(topic, f"first-{i}".encode()))
-    wait_for_route(cluster["namesrv"], topic)
-    java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
-                                                              "120"], ready=r"READY (\d+)")
-    ours = start_txclient("litesubscribe", cluster["namesrv"], group, topic, "120")
-    procs = {"java": java, "tx": ours}
-    try:
-        ours.wait_for(r'"ready"', 60)
-        first = collect(procs, lambda g: {m["body"] for m in g} >= {f"first-{i}" for i in range(8)}, 60)
-        assert {m["body"] for m in first} >= {f"first-{i}" for i in range(8)}
-        settle = collect(procs, lambda g: False, 3)
-        with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
-            wanted = set()
-            for i in range(40):
-                producer.send(Message(topic, f"second-{i}".encode()))
-                wanted.add(f"second-{i}")
-        second = collect(procs, lambda g: {m["body"] for m in g} >= wanted, 60)
-    finally:
-        ours.stop()
-        java.stop()
-    assert_split_between_members(settle, second, wanted)
+    """LitePullConsumer.subscribe and the official push consumer in one group."""
+    share_a_group_with_java(cluster, "MixedLiteGroup", f"MIXED_LITE_CG_{time.monotonic_ns()}", "litesubscribe")
 
 
 def test_broadcasting_every_member_gets_everything(cluster, tmp_path):

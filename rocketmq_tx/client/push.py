@@ -413,6 +413,19 @@ class PushConsumer:
                 log.warn("lost the lock of {mq}; its consumption pauses", mq=mq)
                 pq.locked_at = None
 
+    @inlineCallbacks
+    def _relock(self, pq: _ProcessQueue):  # type: ignore[no-untyped-def]
+        """
+        Take *pq*'s lock (it was never ours, was lost, or is too old); when the broker
+        refuses, wait 3 s as Java delays the pull of an unlocked queue. True when locked.
+        """
+        locked = yield self._lock([pq.mq])
+        if pq.mq in locked:
+            pq.locked_at = self.reactor.seconds()
+            return True
+        yield deferLater(self.reactor, PULL_DELAY_WHEN_EXCEPTION, lambda: None)
+        return False
+
     def _holds_lock(self, pq: _ProcessQueue) -> bool:
         return pq.locked_at is not None and self.reactor.seconds() - pq.locked_at < LOCK_MAX_LIVE
 
@@ -454,14 +467,8 @@ class PushConsumer:
     def _pull_loop(self, pq: _ProcessQueue):  # type: ignore[no-untyped-def]
         mq = pq.mq
         while self.running and not pq.dropped:
-            if self._locking and not self._holds_lock(pq):
-                # Java delays the pull of a queue it has not locked (yet) by 3 s and retries.
-                locked = yield self._lock([mq])
-                if mq in locked:
-                    pq.locked_at = self.reactor.seconds()
-                else:
-                    yield deferLater(self.reactor, PULL_DELAY_WHEN_EXCEPTION, lambda: None)
-                    continue
+            if self._locking and not self._holds_lock(pq) and not (yield self._relock(pq)):
+                continue
             try:
                 if pq.offset is None:
                     pq.offset = yield self._start_offset(mq)
@@ -536,12 +543,8 @@ class PushConsumer:
             while True:
                 if pq.dropped or not self.running:
                     return
-                if self._locking and not self._holds_lock(pq):
-                    locked = yield self._lock([pq.mq])
-                    if pq.mq not in locked:
-                        yield deferLater(self.reactor, PULL_DELAY_WHEN_EXCEPTION, lambda: None)
-                        continue
-                    pq.locked_at = self.reactor.seconds()
+                if self._locking and not self._holds_lock(pq) and not (yield self._relock(pq)):
+                    continue
                 for msg in batch:
                     msg.reconsume_times = max(msg.reconsume_times, pq.attempts)
                 try:

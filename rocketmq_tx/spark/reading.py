@@ -232,8 +232,7 @@ class _Columns:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def read_range(options: ReadOptions, part: QueueRange, *, client: BlockingPullClient | None = None
-               ) -> Iterator[pyarrow.RecordBatch]:
+def read_range(options: ReadOptions, part: QueueRange) -> Iterator[pyarrow.RecordBatch]:
     """
     The messages of *part* whose tags match ``subExpression``, in queue order, as Arrow
     batches of :func:`arrow_schema`. Deterministic: the same range gives the same rows as
@@ -242,8 +241,7 @@ def read_range(options: ReadOptions, part: QueueRange, *, client: BlockingPullCl
     :raises DataLossError: part of the range is gone and ``failOnDataLoss`` is true (with
         it false, the gap is logged and skipped).
     """
-    own = client is None
-    puller = client or pull_client(options)
+    puller = pull_client(options)
     schema = arrow_schema()
     mq = MessageQueue(part.topic, part.broker_name, part.queue_id)
     columns = _Columns(part.broker_name)
@@ -287,8 +285,7 @@ def read_range(options: ReadOptions, part: QueueRange, *, client: BlockingPullCl
         if len(columns):
             yield columns.batch(schema)
     finally:
-        if own:
-            puller.close()
+        puller.close()
 
 
 def _lost(options: ReadOptions, part: QueueRange, start: int, end: int, *, quiet: bool) -> None:

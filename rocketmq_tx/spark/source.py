@@ -82,14 +82,15 @@ class RocketMQDataSource(DataSource):
         return RocketMQStreamReader(ReadOptions.parse(self.options, streaming=True))
 
     def writer(self, schema, overwrite: bool) -> DataSourceWriter:
-        options = WriteOptions.parse(self.options)
-        check_columns(options, schema.fieldNames())
-        return RocketMQWriter(options, schema.fieldNames())
+        return RocketMQWriter(self._write_options(schema), schema.fieldNames())
 
     def streamWriter(self, schema, overwrite: bool) -> DataSourceStreamWriter:
+        return RocketMQStreamWriter(self._write_options(schema), schema.fieldNames())
+
+    def _write_options(self, schema) -> WriteOptions:
         options = WriteOptions.parse(self.options)
         check_columns(options, schema.fieldNames())
-        return RocketMQStreamWriter(options, schema.fieldNames())
+        return options
 
 
 def _partitions(ranges: list[QueueRange]) -> list[InputPartition]:
@@ -195,30 +196,30 @@ class RocketMQCommitMessage(WriterCommitMessage):
     sent: int
 
 
-class RocketMQWriter(DataSourceWriter):
+def _sent(messages: list) -> int:
+    return sum(m.sent for m in messages if m is not None)
+
+
+class _RowSender:
+    """What both writers do on an executor: rows to messages through the blocking producer."""
+
+    def __init__(self, options: WriteOptions, columns: list[str]) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator) -> RocketMQCommitMessage:
+        return RocketMQCommitMessage(send_rows(self.options, self.columns, iterator))
+
+
+class RocketMQWriter(_RowSender, DataSourceWriter):
     """Rows to messages through the blocking producer (at-least-once: see ``docs/spark.md``)."""
 
-    def __init__(self, options: WriteOptions, columns: list[str]) -> None:
-        self.options = options
-        self.columns = columns
-
-    def write(self, iterator: Iterator) -> RocketMQCommitMessage:
-        return RocketMQCommitMessage(send_rows(self.options, self.columns, iterator))
-
     def commit(self, messages: list) -> None:
-        log.info("rocketmq sink: %d messages sent", sum(m.sent for m in messages if m is not None))
+        log.info("rocketmq sink: %d messages sent", _sent(messages))
 
 
-class RocketMQStreamWriter(DataSourceStreamWriter):
+class RocketMQStreamWriter(_RowSender, DataSourceStreamWriter):
     """The streaming form of :class:`RocketMQWriter`."""
 
-    def __init__(self, options: WriteOptions, columns: list[str]) -> None:
-        self.options = options
-        self.columns = columns
-
-    def write(self, iterator: Iterator) -> RocketMQCommitMessage:
-        return RocketMQCommitMessage(send_rows(self.options, self.columns, iterator))
-
     def commit(self, messages: list, batchId: int) -> None:
-        log.info("rocketmq sink: batch %d: %d messages sent", batchId,
-                 sum(m.sent for m in messages if m is not None))
+        log.info("rocketmq sink: batch %d: %d messages sent", batchId, _sent(messages))

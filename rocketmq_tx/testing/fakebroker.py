@@ -32,10 +32,13 @@ from rocketmq_tx.remoting.adminbodies import (
     Connection,
     ConsumerConnection,
     ConsumeStats,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
     OffsetWrapper,
     ResetOffsetBody,
     TopicOffset,
     TopicStatsTable,
+    UnlockBatchRequestBody,
 )
 from rocketmq_tx.remoting.api import SubscriptionData
 from rocketmq_tx.remoting.bodies import ClusterInfo, topic_list
@@ -317,8 +320,6 @@ class FakeCluster:
         return request.make_response(body=b"".join(encode_message(m) for m in found))
 
     def _lock_batch(self, addr: str, request: RemotingCommand) -> RemotingCommand:
-        from rocketmq_tx.remoting.adminbodies import LockBatchRequestBody, LockBatchResponseBody
-
         body = LockBatchRequestBody.from_json(fastjson.loads(request.body))
         locked = []
         for mq in body.mq_set:
@@ -328,8 +329,6 @@ class FakeCluster:
         return request.make_response(body=fastjson.dumps(LockBatchResponseBody(locked).to_json()))
 
     def _unlock_batch(self, addr: str, request: RemotingCommand) -> RemotingCommand:
-        from rocketmq_tx.remoting.adminbodies import UnlockBatchRequestBody
-
         body = UnlockBatchRequestBody.from_json(fastjson.loads(request.body))
         for mq in body.mq_set:
             if self.locks.get((body.consumer_group, mq)) == body.client_id:
