@@ -23,21 +23,30 @@ BROKER_GET_NUMS = "BROKER_GET_NUMS"
 class StatsItem:
     """A counter with one-second buckets for the last day (sums and TPS by window)."""
 
-    __slots__ = ("total", "times", "_buckets")
+    __slots__ = ("total", "times", "_buckets", "_second", "_bucket")
 
     def __init__(self) -> None:
         self.total = 0
         self.times = 0
         self._buckets: collections.OrderedDict[int, list[int]] = collections.OrderedDict()
+        # The current second's bucket: puts come thousands a second, and all but the first
+        # of a second land here without a dictionary lookup.
+        self._second = -1
+        self._bucket = [0, 0]
 
     def add(self, second: int, value: int, times: int = 1) -> None:
         self.total += value
         self.times += times
-        bucket = self._buckets.get(second)
-        if bucket is None:
-            bucket = self._buckets[second] = [0, 0]
-            while self._buckets and next(iter(self._buckets)) < second - 86400:
-                self._buckets.popitem(last=False)
+        if second == self._second:
+            bucket = self._bucket
+        else:
+            bucket = self._buckets.get(second)
+            if bucket is None:
+                bucket = self._buckets[second] = [0, 0]
+                while self._buckets and next(iter(self._buckets)) < second - 86400:
+                    self._buckets.popitem(last=False)
+            self._second = second
+            self._bucket = bucket
         bucket[0] += value
         bucket[1] += times
 
@@ -61,6 +70,8 @@ class BrokerStats:
     def __init__(self, now_ms: Callable[[], int]) -> None:
         self.now_ms = now_ms
         self.items: dict[str, dict[str, StatsItem]] = collections.defaultdict(dict)
+        #: topic -> its put items and the broker's, looked up once
+        self._put_items: dict[str, tuple[StatsItem, StatsItem, StatsItem]] = {}
         self.put_total = 0
         self.put_size_total = 0
         self.get_total = 0
@@ -80,9 +91,13 @@ class BrokerStats:
         second = self.now_ms() // 1000
         self.put_total += nums
         self.put_size_total += size
-        self._item(TOPIC_PUT_NUMS, topic).add(second, nums)
-        self._item(TOPIC_PUT_SIZE, topic).add(second, size)
-        self._item(BROKER_PUT_NUMS, "").add(second, nums)
+        items = self._put_items.get(topic)
+        if items is None:
+            items = self._put_items[topic] = (self._item(TOPIC_PUT_NUMS, topic), self._item(TOPIC_PUT_SIZE, topic),
+                                              self._item(BROKER_PUT_NUMS, ""))
+        items[0].add(second, nums)
+        items[1].add(second, size)
+        items[2].add(second, nums)
 
     def get(self, group: str, topic: str, nums: int, size: int) -> None:
         second = self.now_ms() // 1000

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Callable, Final
 
 from rocketmq_tx.common.msgid import HostPort, create_offset_msg_id
+from rocketmq_tx.common.native import speedups
 
 __all__ = [
     "KEY_SEPARATOR",
@@ -126,15 +127,18 @@ def properties_to_string(
     :param trailing_separator: end with 0x02 as well, as Java 4.9.0 and (observed with
         5.5.1) 5.x write it. Every reader accepts both forms.
     """
-    text = PROPERTY_SEPARATOR.join(
-        [f"{name}{NAME_VALUE_SEPARATOR}{value}" for name, value in properties.items() if value is not None]
-    )
+    if _native_to_string is not None and type(properties) is dict:
+        text = _native_to_string(properties)
+    else:
+        text = PROPERTY_SEPARATOR.join(
+            [f"{name}{NAME_VALUE_SEPARATOR}{value}" for name, value in properties.items() if value is not None]
+        )
     if trailing_separator and text:
         text += PROPERTY_SEPARATOR
     return text
 
 
-def string_to_properties(text: str) -> dict[str, str]:
+def _string_to_properties(text: str) -> dict[str, str]:
     """
     Parse a properties string with the tolerant rules of Java 4.9.1+
     ``string2messageProperties``: split on 0x02; keep a segment only if its first 0x01 leaves
@@ -151,6 +155,11 @@ def string_to_properties(text: str) -> dict[str, str]:
         if name and value:
             properties[name] = value
     return properties
+
+
+string_to_properties: Callable[[str], dict[str, str]] = \
+    speedups.string_to_properties if speedups else _string_to_properties
+_native_to_string = speedups.properties_to_string if speedups else None
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ import struct
 import zlib
 from collections.abc import Iterable
 from socket import AF_INET6, inet_ntoa, inet_ntop
-from typing import Final, Union
+from typing import Callable, Final, Union
 
 from rocketmq_tx.common._batch import decode_batch, encode_batch
 from rocketmq_tx.common._compression import compress_body, decompress_body, inflate
@@ -33,6 +33,7 @@ from rocketmq_tx.common.message import (
     properties_to_string,
     string_to_properties,
 )
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.msgid import (
     UniqueKeyGenerator,
     create_offset_msg_id,
@@ -435,7 +436,7 @@ def decode_messages(
     return messages
 
 
-def java_string_hash(text: str) -> int:
+def _java_string_hash(text: str) -> int:
     """
     Java ``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed 32-bit
     ``int``. Characters outside the BMP count as two surrogate units.
@@ -449,6 +450,9 @@ def java_string_hash(text: str) -> int:
     for unit in units:
         h = (31 * h + unit) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+java_string_hash: Callable[[str], int] = speedups.java_string_hash if speedups else _java_string_hash
 
 
 def tags_code(tags: str | None) -> int:

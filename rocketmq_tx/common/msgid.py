@@ -93,11 +93,17 @@ def create_offset_msg_id(host: str, port: int, commit_log_offset: int) -> str:
     :return: 32 (IPv4) or 56 (IPv6) uppercase hex characters.
     :raises MessageFormatError: if the address or offset cannot be encoded.
     """
-    packed = pack_host(host, port)
+    packed = _packed_host(host, port)
     try:
         return (packed + struct.pack(">q", commit_log_offset)).hex().upper()
     except struct.error as e:
         raise MessageFormatError(f"bad commit log offset {commit_log_offset!r}: {e}") from None
+
+
+@lru_cache(maxsize=256)
+def _packed_host(host: str, port: int) -> bytes:
+    # One store host for all of a broker's records.
+    return pack_host(host, port)
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import itertools
 import struct
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.remoting.codes import LanguageCode, SerializeType
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import LocalProtocolError, RemoteProtocolError
@@ -142,7 +143,7 @@ _LEN16 = [_I16.pack(n) for n in range(256)]
 _LEN32 = [_I32.pack(n) for n in range(4096)]
 
 
-def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     """
     The ROCKETMQ binary header of *cmd*.
 
@@ -178,7 +179,7 @@ def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     )
 
 
-def decode_rocketmq_header(data: bytes, body: bytes) -> RemotingCommand:
+def _decode_rocketmq_header(data: bytes, body: bytes) -> RemotingCommand:
     """
     Decode a ROCKETMQ binary header.
 
@@ -225,6 +226,18 @@ def decode_rocketmq_header(data: bytes, body: bytes) -> RemotingCommand:
     except UnicodeDecodeError as e:
         raise RemoteProtocolError(f"ROCKETMQ header holds invalid UTF-8: {e}") from None
     return RemotingCommand(code, language, version, opaque, flag, remark, ext_fields, body, SerializeType.ROCKETMQ)
+
+
+if speedups:
+    speedups._setup("RemoteProtocolError", RemoteProtocolError)
+    speedups._setup("RemotingCommand", RemotingCommand)
+    speedups._setup("SerializeType.ROCKETMQ", SerializeType.ROCKETMQ)
+    speedups._setup("LocalProtocolError", LocalProtocolError)
+    decode_rocketmq_header: Callable[[bytes, bytes], RemotingCommand] = speedups.decode_rocketmq_header
+    encode_rocketmq_header: Callable[[RemotingCommand], bytes] = speedups.encode_rocketmq_header
+else:
+    decode_rocketmq_header = _decode_rocketmq_header
+    encode_rocketmq_header = _encode_rocketmq_header
 
 
 def encode_header(cmd: RemotingCommand) -> bytes:

@@ -26,6 +26,7 @@ from rocketmq_tx.common.messagecodec import (
     pack_host,
 )
 from rocketmq_tx.common.msgid import create_offset_msg_id
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.sysflag import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, MessageSysFlag
 from rocketmq_tx.store.formats import BLANK_HEAD, END_FILE_MIN_BLANK_LENGTH
 from rocketmq_tx.store.mappedfile import MappedFile, MappedFileQueue
@@ -125,7 +126,7 @@ class DispatchRequest:
     tags: Optional[str] = None
 
 
-def get_property(properties: bytes, name: bytes) -> Optional[str]:
+def _get_property(properties: bytes, name: bytes) -> Optional[str]:
     """
     One property straight from a properties string (*name* ends with 0x01), without parsing
     the rest; the last occurrence wins and an empty value counts as absent, as in Java.
@@ -140,6 +141,9 @@ def get_property(properties: bytes, name: bytes) -> Optional[str]:
             return properties[start:end].decode("utf-8", "replace") if end > start else None
         i = properties.rfind(name, 0, i)
     return None
+
+
+get_property: Callable[[bytes, bytes], Optional[str]] = speedups.get_property if speedups else _get_property
 
 
 def tags_code_of(topic: str, properties: dict, store_timestamp: int, delay_levels: dict[int, int]) -> int:
@@ -245,14 +249,14 @@ _INVALID = (-1, None, 0, 0, 0)
 _FIXED_BY_HOSTS = tuple(_FIXED[f] for f in (0, 0x10, 0x20, 0x30))
 
 
-def validate_record(buf, offset: int, check_crc: bool,
-                    _topics: dict[bytes, str] = {}) -> tuple[int, Optional[str], int, int, int]:  # noqa: B006
+def _validate_record(buf, offset: int, check_crc: bool,
+                     _topics: dict[bytes, str]) -> tuple[int, Optional[str], int, int, int]:
     """
     Structural check of the record at *offset* (the fast path of recovery): lengths agree with
     TOTALSIZE, the magic is known, the last byte is written, and optionally BODYCRC.
 
     It runs once per record of every file recovery scans, so it reads each field once and
-    keeps the decoded topic names (few, and repeated) in *_topics*.
+    keeps the decoded topic names (few, and repeated) in *_topics* (cleared past 4096).
 
     :return: ``(size, topic, queue_id, physical_offset, sys_flag)`` for a valid record,
         ``(0, None, ...)`` for the BLANK filler, ``(-1, None, ...)`` otherwise.
@@ -302,6 +306,10 @@ def validate_record(buf, offset: int, check_crc: bool,
         if len(_topics) > 4096:
             _topics.clear()
     return total, topic, queue_id, phys, sys_flag
+
+
+validate_record: Callable[[object, int, bool, dict], tuple[int, Optional[str], int, int, int]] = \
+    speedups.validate_record if speedups else _validate_record
 
 
 def iter_batch(body: bytes, batch_properties: bytes) -> Iterator[tuple[int, bytes, bytes]]:
@@ -440,13 +448,14 @@ class CommitLog:
         index = files.index(start)
         end = start.file_from_offset
         validate = validate_record
+        topics: dict[bytes, str] = {}
         while index < len(files):
             f = files[index]
             pos = 0
             buf = f.mm
             base = f.file_from_offset
             while True:
-                size, topic, queue_id, phys, sys_flag = validate(buf, pos, check_crc)
+                size, topic, queue_id, phys, sys_flag = validate(buf, pos, check_crc, topics)
                 if size > 0:
                     if phys != base + pos:
                         log.warning("record at %d claims offset %d; treating it as the end of the log",
@@ -507,8 +516,8 @@ class CommitLog:
         self.mapped_file_queue.close()
 
 
-def encode_inner(msg: MessageExtBrokerInner, *, queue_offset: int, phys: int, store_timestamp: int,
-                 store_host: bytes, properties: bytes) -> bytes:
+def _encode_inner(msg: MessageExtBrokerInner, *, queue_offset: int, phys: int, store_timestamp: int,
+                  store_host: bytes, properties: bytes) -> bytes:
     return encode_record(
         topic=msg.topic.encode(),
         body=msg.body,
@@ -525,6 +534,20 @@ def encode_inner(msg: MessageExtBrokerInner, *, queue_offset: int, phys: int, st
         reconsume_times=msg.reconsume_times,
         prepared_transaction_offset=msg.prepared_transaction_offset,
     )
+
+
+if speedups:
+    _encode_positional = speedups.encode_record
+
+    def encode_inner(msg: MessageExtBrokerInner, *, queue_offset: int, phys: int, store_timestamp: int,
+                     store_host: bytes, properties: bytes) -> bytes:
+        """One CommitLog record for *msg* (the C encoder, positional)."""
+        return _encode_positional(msg.topic.encode(), msg.body, properties, msg.queue_id, msg.flag, queue_offset,
+                                  phys, msg.sys_flag, msg.born_timestamp, pack_host(*msg.born_host),
+                                  store_timestamp, store_host, msg.reconsume_times,
+                                  msg.prepared_transaction_offset, None)
+else:
+    encode_inner = _encode_inner
 
 
 def offset_msg_id(store_host: tuple[str, int], phys: int) -> str:

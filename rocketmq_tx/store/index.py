@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 from rocketmq_tx.common.message import KEY_SEPARATOR
 from rocketmq_tx.common.messagecodec import java_string_hash
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.sysflag import MessageSysFlag
 from rocketmq_tx.store.formats import (
     INDEX_ENTRY,
@@ -81,7 +82,7 @@ def _pow31(n: int) -> int:
     return pow(31, n, 1 << 32)
 
 
-def topic_key_hash(topic: str, key: str) -> int:
+def _topic_key_hash(topic: str, key: str) -> int:
     """``index_key_hash(topic + "#" + key)``, reusing the hash of the ``topic#`` prefix."""
     prefix_hash, ascii_topic = _prefix(topic)
     if ascii_topic and key.isascii():
@@ -89,6 +90,23 @@ def topic_key_hash(topic: str, key: str) -> int:
         n = len(data)
         return _abs_hash((prefix_hash * _pow31(n) + sum(map(_mul, data, _powers(n)))) & 0xFFFFFFFF)
     return index_key_hash(build_key(topic, key))
+
+
+topic_key_hash: Callable[[str, str], int] = speedups.topic_key_hash if speedups else _topic_key_hash
+_native_put_keys = speedups.index_put_keys if speedups else None
+
+
+def index_items(uniq_key: Optional[str], keys: Optional[str], tags: Optional[str]) -> list[str]:
+    """
+    What Java's ``buildIndex`` indexes for one message, in order: UNIQ_KEY, each word of KEYS,
+    and ``T#`` + TAGS (given only when tags are indexed).
+    """
+    items = [uniq_key] if uniq_key else []
+    if keys:
+        items.extend(k for k in keys.split(KEY_SEPARATOR) if k)
+    if tags:
+        items.append("T#" + tags)
+    return items
 
 
 def build_key(topic: str, key: str) -> str:
@@ -132,18 +150,18 @@ class IndexFile:
         """:meth:`put_key` with the key's hash already computed."""
         if self.index_count >= self.index_num:
             return False
-        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE
-        slot_value = INDEX_SLOT.unpack_from(self.mm, slot_pos)[0]
-        if slot_value <= 0 or slot_value > self.index_count:
-            slot_value = 0
         if self.begin_timestamp <= 0:
             time_diff = 0
         else:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
                 else -((self.begin_timestamp - store_timestamp) // 1000)
             time_diff = min(max(time_diff, 0), _MAX_INT)
-        pos = self._entries_base + self.index_count * INDEX_ENTRY_SIZE
-        INDEX_ENTRY.pack_into(self.mm, pos, key_hash, phy_offset, time_diff, slot_value)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE
+        slot_value = INDEX_SLOT.unpack_from(self.mm, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        INDEX_ENTRY.pack_into(self.mm, self._entries_base + self.index_count * INDEX_ENTRY_SIZE, key_hash,
+                              phy_offset, time_diff, slot_value)
         INDEX_SLOT.pack_into(self.mm, slot_pos, self.index_count)
         if self.index_count <= 1:
             self.begin_phy_offset = phy_offset
@@ -155,6 +173,30 @@ class IndexFile:
         self.end_timestamp = store_timestamp
         self._write_header()
         return True
+
+    def _put_keys(self, topic: str, uniq_key: Optional[str], keys: Optional[str], tags: Optional[str],
+                  phy_offset: int, store_timestamp: int, skip: int = 0) -> int:
+        """
+        Index one message (:func:`index_items` as ``topic#item``), skipping the first *skip*
+        items. :return: -1 when all are in, else the position of the first item that did not
+        fit (the file is full).
+        """
+        items = index_items(uniq_key, keys, tags)
+        for i in range(skip, len(items)):
+            if not self.put_hash(topic_key_hash(topic, items[i]), phy_offset, store_timestamp):
+                return i
+        return -1
+
+    def _put_keys_native(self, topic: str, uniq_key: Optional[str], keys: Optional[str], tags: Optional[str],
+                         phy_offset: int, store_timestamp: int, skip: int = 0) -> int:
+        (nxt, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+         self.hash_slot_count, self.index_count) = _native_put_keys(
+            self.mm, self.hash_slot_num, self.index_num, self._entries_base, self.begin_timestamp,
+            self.end_timestamp, self.begin_phy_offset, self.end_phy_offset, self.hash_slot_count,
+            self.index_count, topic, uniq_key, keys, tags, skip, phy_offset, store_timestamp)
+        return nxt
+
+    put_keys = _put_keys_native if speedups else _put_keys
 
     def is_time_matched(self, begin: int, end: int) -> bool:
         return ((begin < self.begin_timestamp and end > self.end_timestamp)
@@ -263,23 +305,16 @@ class IndexService:
             return
         if sys_flag & MessageSysFlag.TRANSACTION_MASK == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
             return
-        if uniq_key:
-            f = self._put(f, topic_key_hash(topic, uniq_key), commit_log_offset, store_timestamp)
-        if keys:
-            for key in keys.split(KEY_SEPARATOR):
-                if key and f is not None:
-                    f = self._put(f, topic_key_hash(topic, key), commit_log_offset, store_timestamp)
-        if tags and self.index_tags and f is not None:
-            self._put(f, topic_key_hash(topic, "T#" + tags), commit_log_offset, store_timestamp)
-
-    def _put(self, f: IndexFile, key_hash: int, offset: int, ts: int) -> Optional[IndexFile]:
-        while not f.put_hash(key_hash, offset, ts):
+        nxt = f.put_keys(topic, uniq_key, keys, tags if self.index_tags else None, commit_log_offset,
+                         store_timestamp)
+        while nxt >= 0:
             try:
                 f = self._last_file()
             except OSError as e:
                 log.error("cannot create an index file: %s", e)
-                return None
-        return f
+                return
+            nxt = f.put_keys(topic, uniq_key, keys, tags if self.index_tags else None, commit_log_offset,
+                             store_timestamp, nxt)
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
         """

@@ -8,6 +8,7 @@ and remarks.
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 from typing import Any
 
 from zope.interface import implementer
@@ -44,9 +45,15 @@ _RW = PermName.PERM_READ | PermName.PERM_WRITE
 
 def _peer(ctx: IRemotingContext) -> tuple[str, int]:
     try:
-        return split_address(ctx.peer)
-    except (ValueError, AttributeError):
+        return _split_peer(ctx.peer)
+    except (ValueError, AttributeError, TypeError):
         return ("127.0.0.1", 0)
+
+
+@lru_cache(maxsize=4096)
+def _split_peer(peer: str) -> tuple[str, int]:
+    # A connection sends many messages from one address.
+    return split_address(peer)
 
 
 def _topic_config_text(tc: Any) -> str:

@@ -1,0 +1,956 @@
+/*
+ * rocketmq_tx._speedups: optional C versions of the per-message hot spots.
+ *
+ * Every function here has a pure-Python twin, which stays the reference: the tests hold the
+ * two to each other (rocketmq_tx/common/test/test_native.py), and rocketmq_tx.common.native
+ * falls back to Python when this module is missing or ROCKETMQ_TX_PURE is set. Profiling
+ * showed the broker's and the store's time going to many small per-message steps (record
+ * encoding, Java string hashes, index slots, property lookups, binary headers), each cheap in
+ * C and tens of bytecodes in Python.
+ *
+ * Byte layouts are described in docs/store-format.md and docs/wire-protocol.md.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <zlib.h>
+
+#define MAGIC_V1 ((int32_t)-626843481)
+#define MAGIC_V2 ((int32_t)-626843477)
+#define MAGIC_BLANK ((int32_t)-875286124)
+#define BORN_V6 0x10u
+#define STORE_V6 0x20u
+#define RECORD_HEAD 40 /* TOTALSIZE .. SYSFLAG */
+#define RECORD_FIXED 88 /* everything up to and including BODYLENGTH with IPv4 hosts */
+#define INDEX_HEADER 40
+#define INDEX_SLOT 4
+#define INDEX_ENTRY 20
+
+/* Set by the Python modules that own them (_setup), so this module imports nothing itself. */
+static PyObject *MessageFormatError;
+static PyObject *RemoteProtocolError;
+static PyObject *RemotingCommand;
+static PyObject *SerializeRocketMQ;
+static PyObject *LocalProtocolError;
+static PyObject *s_code, *s_language, *s_version, *s_opaque, *s_flag, *s_remark, *s_ext_fields;
+
+static inline uint32_t rd32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline int16_t rd16s(const unsigned char *p) { return (int16_t)(uint16_t)((p[0] << 8) | p[1]); }
+static inline int64_t rd64s(const unsigned char *p) { return (int64_t)(((uint64_t)rd32(p) << 32) | rd32(p + 4)); }
+static inline void wr16(unsigned char *p, uint32_t v) { p[0] = (unsigned char)(v >> 8); p[1] = (unsigned char)v; }
+static inline void wr32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+}
+static inline void wr64(unsigned char *p, uint64_t v) { wr32(p, (uint32_t)(v >> 32)); wr32(p + 4, (uint32_t)v); }
+
+static int check_setup(PyObject *needed)
+{
+    if (needed == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "rocketmq_tx._speedups used before _setup()");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- Java String.hashCode */
+
+/* h = 31*h + unit over the UTF-16 code units of s[start:end]; outside the BMP, two surrogates. */
+static uint32_t hash_range(uint32_t h, PyObject *s, Py_ssize_t start, Py_ssize_t end)
+{
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *p = (const Py_UCS1 *)data;
+        for (Py_ssize_t i = start; i < end; i++)
+            h = 31u * h + p[i];
+        return h;
+    }
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 0x10000) {
+            c -= 0x10000;
+            h = 31u * h + (0xD800u + (c >> 10));
+            h = 31u * h + (0xDC00u + (c & 0x3FFu));
+        } else {
+            h = 31u * h + c;
+        }
+    }
+    return h;
+}
+
+static uint32_t hash_continue(uint32_t h, PyObject *s) { return hash_range(h, s, 0, PyUnicode_GET_LENGTH(s)); }
+
+static PyObject *java_string_hash(PyObject *self, PyObject *arg)
+{
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "java_string_hash() needs a str");
+        return NULL;
+    }
+    return PyLong_FromLong((long)(int32_t)hash_continue(0, arg));
+}
+
+/* abs(hash(topic + "#" + key)), 0 for Integer.MIN_VALUE: IndexService's key hash. */
+static PyObject *topic_key_hash(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "topic_key_hash(topic: str, key: str)");
+        return NULL;
+    }
+    uint32_t h = hash_continue(0, args[0]);
+    h = 31u * h + '#';
+    int32_t v = (int32_t)hash_continue(h, args[1]);
+    if (v == INT32_MIN)
+        v = 0;
+    return PyLong_FromLong(v < 0 ? -(long)v : (long)v);
+}
+
+/* ---------------------------------------------------------------- properties */
+
+/*
+ * One property from a properties string: the last NAME\x01VALUE entry wins; empty is None.
+ * Entries are split at 0x02, so *name* (which ends with 0x01) must not contain 0x02.
+ */
+static PyObject *get_property(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_Check(args[0]) || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "get_property(properties: bytes, name: bytes)");
+        return NULL;
+    }
+    const char *p = PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    const char *name = PyBytes_AS_STRING(args[1]);
+    Py_ssize_t m = PyBytes_GET_SIZE(args[1]);
+    const char *found = NULL, *found_end = NULL;
+    const char *end = p + n;
+    const char *entry = p;
+    while (entry < end) {
+        const char *next = memchr(entry, 2, (size_t)(end - entry));
+        const char *entry_end = next ? next : end;
+        if (entry_end - entry >= m && memcmp(entry, name, (size_t)m) == 0) {
+            found = entry + m;
+            found_end = entry_end;
+        }
+        if (!next)
+            break;
+        entry = next + 1;
+    }
+    if (found == NULL || found_end <= found)
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(found, found_end - found, "replace");
+}
+
+/* string_to_properties(text: str) -> dict: Java 4.9.1+ string2messageProperties (see the twin). */
+static PyObject *string_to_properties(PyObject *self, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "string_to_properties() needs a str");
+        return NULL;
+    }
+    PyObject *out = PyDict_New();
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), start = 0;
+    while (start <= n && n > 0) {
+        Py_ssize_t end = PyUnicode_FindChar(text, 2, start, n, 1);
+        if (end == -2)
+            goto fail;
+        if (end == -1)
+            end = n;
+        Py_ssize_t sep = end > start ? PyUnicode_FindChar(text, 1, start, end, 1) : -1;
+        if (sep == -2)
+            goto fail;
+        if (sep > start && end > sep + 1) {
+            PyObject *k = PyUnicode_Substring(text, start, sep);
+            PyObject *v = k ? PyUnicode_Substring(text, sep + 1, end) : NULL;
+            int rc = (k && v) ? PyDict_SetItem(out, k, v) : -1;
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (rc < 0)
+                goto fail;
+        }
+        start = end + 1;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* properties_to_string(properties: dict) -> str: name 0x01 value joined by 0x02, None values skipped. */
+static PyObject *properties_to_string(PyObject *self, PyObject *props)
+{
+    if (!PyDict_Check(props)) {
+        PyErr_SetString(PyExc_TypeError, "properties_to_string() needs a dict");
+        return NULL;
+    }
+    Py_ssize_t count = PyDict_GET_SIZE(props);
+    PyObject *parts = PyList_New(0);
+    if (parts == NULL)
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t pos = 0, total = 0;
+    Py_UCS4 maxchar = 127;
+    PyObject *k, *v;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        if (v == Py_None)
+            continue;
+        PyObject *pair[2] = {k, v};
+        for (int i = 0; i < 2; i++) {
+            PyObject *t = PyUnicode_CheckExact(pair[i]) ? Py_NewRef(pair[i]) : PyObject_Str(pair[i]);
+            if (t == NULL || PyList_Append(parts, t) < 0) {
+                Py_XDECREF(t);
+                goto done;
+            }
+            total += PyUnicode_GET_LENGTH(t);
+            if (PyUnicode_MAX_CHAR_VALUE(t) > maxchar)
+                maxchar = PyUnicode_MAX_CHAR_VALUE(t);
+            Py_DECREF(t);
+        }
+        total += 2; /* 0x01 after the name, 0x02 after the value */
+    }
+    (void)count;
+    Py_ssize_t npairs = PyList_GET_SIZE(parts) / 2;
+    if (npairs == 0) {
+        result = PyUnicode_New(0, 0);
+        goto done;
+    }
+    total -= 1; /* no separator after the last value */
+    result = PyUnicode_New(total, maxchar);
+    if (result == NULL)
+        goto done;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < npairs; i++) {
+        PyObject *name = PyList_GET_ITEM(parts, 2 * i), *value = PyList_GET_ITEM(parts, 2 * i + 1);
+        if (PyUnicode_CopyCharacters(result, at, name, 0, PyUnicode_GET_LENGTH(name)) < 0)
+            goto error;
+        at += PyUnicode_GET_LENGTH(name);
+        PyUnicode_WRITE(PyUnicode_KIND(result), PyUnicode_DATA(result), at, 1);
+        at++;
+        if (PyUnicode_CopyCharacters(result, at, value, 0, PyUnicode_GET_LENGTH(value)) < 0)
+            goto error;
+        at += PyUnicode_GET_LENGTH(value);
+        if (i + 1 < npairs) {
+            PyUnicode_WRITE(PyUnicode_KIND(result), PyUnicode_DATA(result), at, 2);
+            at++;
+        }
+    }
+    goto done;
+error:
+    Py_CLEAR(result);
+done:
+    Py_DECREF(parts);
+    return result;
+}
+
+/* ---------------------------------------------------------------- CommitLog records */
+
+static int as_i32(PyObject *o, int32_t *out)
+{
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < INT32_MIN || v > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "int32 out of range");
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int as_i64(PyObject *o, int64_t *out)
+{
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/*
+ * encode_record(topic, body, properties, queue_id, flag, queue_offset, commit_log_offset,
+ *               sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+ *               reconsume_times, prepared_transaction_offset, body_crc) -> bytes
+ * Positional twin of messagecodec.encode_record (body_crc None computes it).
+ */
+static PyObject *encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_setup(MessageFormatError) < 0)
+        return NULL;
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "encode_record() takes 15 positional arguments");
+        return NULL;
+    }
+    PyObject *topic = args[0], *properties = args[2], *born_host = args[9], *store_host = args[11];
+    if (!PyBytes_Check(topic) || !PyBytes_Check(properties) || !PyBytes_Check(born_host) ||
+        !PyBytes_Check(store_host)) {
+        PyErr_SetString(PyExc_TypeError, "topic, properties and hosts must be bytes");
+        return NULL;
+    }
+    Py_ssize_t born_len = PyBytes_GET_SIZE(born_host), store_len = PyBytes_GET_SIZE(store_host);
+    int32_t queue_id, flag, sys_flag, reconsume_times;
+    int64_t queue_offset, commit_log_offset, born_ts, store_ts, prepared;
+    uint32_t crc = 0;
+    if (as_i32(args[3], &queue_id) < 0 || as_i32(args[4], &flag) < 0 || as_i64(args[5], &queue_offset) < 0 ||
+        as_i64(args[6], &commit_log_offset) < 0 || as_i32(args[7], &sys_flag) < 0 ||
+        as_i64(args[8], &born_ts) < 0 || as_i64(args[10], &store_ts) < 0 ||
+        as_i32(args[12], &reconsume_times) < 0 || as_i64(args[13], &prepared) < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(MessageFormatError, "a record field is out of range: %S", value ? value : Py_None);
+        Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+        return NULL;
+    }
+    uint32_t flags = (uint32_t)sys_flag & ~(BORN_V6 | STORE_V6);
+    if (born_len == 20)
+        flags |= BORN_V6;
+    else if (born_len != 8)
+        return PyErr_Format(MessageFormatError, "packed born host must have 8 or 20 bytes, not %zd", born_len);
+    if (store_len == 20)
+        flags |= STORE_V6;
+    else if (store_len != 8)
+        return PyErr_Format(MessageFormatError, "packed store host must have 8 or 20 bytes, not %zd", store_len);
+    Py_ssize_t topic_len = PyBytes_GET_SIZE(topic);
+    int width;
+    int32_t magic;
+    if (topic_len <= 127) {
+        width = 1;
+        magic = MAGIC_V1;
+    } else if (topic_len <= 32767) {
+        width = 2;
+        magic = MAGIC_V2;
+    } else {
+        return PyErr_Format(MessageFormatError, "topic is %zd bytes long; at most 32767 fit", topic_len);
+    }
+    Py_ssize_t props_len = PyBytes_GET_SIZE(properties);
+    if (props_len > 32767)
+        return PyErr_Format(MessageFormatError, "properties are %zd bytes long; at most 32767 fit", props_len);
+    Py_buffer body;
+    if (PyObject_GetBuffer(args[1], &body, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (args[14] == Py_None) {
+        const unsigned char *bp = body.buf;
+        Py_ssize_t left = body.len;
+        uLong c = crc32(0L, Z_NULL, 0);
+        while (left > 0) {
+            uInt chunk = left > (Py_ssize_t)0x40000000 ? 0x40000000u : (uInt)left;
+            c = crc32(c, bp, chunk);
+            bp += chunk;
+            left -= chunk;
+        }
+        crc = (uint32_t)c & 0x7FFFFFFFu;
+    } else {
+        int32_t given;
+        if (as_i32(args[14], &given) < 0) {
+            PyBuffer_Release(&body);
+            return NULL;
+        }
+        crc = (uint32_t)given;
+    }
+    Py_ssize_t fixed = RECORD_FIXED + born_len - 8 + store_len - 8;
+    Py_ssize_t total = fixed + body.len + width + topic_len + 2 + props_len;
+    if (total > INT32_MAX) {
+        PyBuffer_Release(&body);
+        return PyErr_Format(MessageFormatError, "a record field is out of range: record of %zd bytes", total);
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL) {
+        PyBuffer_Release(&body);
+        return NULL;
+    }
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
+    wr32(w, (uint32_t)total);
+    wr32(w + 4, (uint32_t)magic);
+    wr32(w + 8, crc);
+    wr32(w + 12, (uint32_t)queue_id);
+    wr32(w + 16, (uint32_t)flag);
+    wr64(w + 20, (uint64_t)queue_offset);
+    wr64(w + 28, (uint64_t)commit_log_offset);
+    wr32(w + 36, flags);
+    wr64(w + 40, (uint64_t)born_ts);
+    w += 48;
+    memcpy(w, PyBytes_AS_STRING(born_host), (size_t)born_len);
+    w += born_len;
+    wr64(w, (uint64_t)store_ts);
+    w += 8;
+    memcpy(w, PyBytes_AS_STRING(store_host), (size_t)store_len);
+    w += store_len;
+    wr32(w, (uint32_t)reconsume_times);
+    wr64(w + 4, (uint64_t)prepared);
+    wr32(w + 12, (uint32_t)body.len);
+    w += 16;
+    memcpy(w, body.buf, (size_t)body.len);
+    w += body.len;
+    PyBuffer_Release(&body);
+    if (width == 1) {
+        *w++ = (unsigned char)topic_len;
+    } else {
+        wr16(w, (uint32_t)topic_len);
+        w += 2;
+    }
+    memcpy(w, PyBytes_AS_STRING(topic), (size_t)topic_len);
+    w += topic_len;
+    wr16(w, (uint32_t)props_len);
+    memcpy(w + 2, PyBytes_AS_STRING(properties), (size_t)props_len);
+    return out;
+}
+
+/*
+ * validate_record(buf, offset, check_crc, topics) -> (size, topic, queue_id, phys, sys_flag)
+ * Twin of commitlog.validate_record: (0, None, 0, 0, 0) for the BLANK filler, (-1, None, 0, 0, 0)
+ * for anything invalid. *topics* caches decoded topic names by their bytes.
+ */
+static PyObject *validate_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "validate_record(buf, offset, check_crc, topics: dict)");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
+    if (offset == -1 && PyErr_Occurred())
+        return NULL;
+    int check_crc = PyObject_IsTrue(args[2]);
+    if (check_crc < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *buf = view.buf;
+    Py_ssize_t avail = view.len - offset;
+    int result = -1; /* -1 invalid, 0 blank, 1 valid */
+    int32_t total = 0, queue_id = 0, sys_flag = 0;
+    int64_t phys = 0;
+    const unsigned char *topic_ptr = NULL;
+    Py_ssize_t topic_length = 0;
+    if (offset < 0 || avail < RECORD_HEAD) {
+        if (offset >= 0 && avail >= 8 && (int32_t)rd32(buf + offset + 4) == MAGIC_BLANK)
+            result = 0;
+        goto done;
+    }
+    const unsigned char *r = buf + offset;
+    total = (int32_t)rd32(r);
+    int32_t magic = (int32_t)rd32(r + 4);
+    uint32_t crc = rd32(r + 8);
+    queue_id = (int32_t)rd32(r + 12);
+    phys = rd64s(r + 28);
+    sys_flag = (int32_t)rd32(r + 36);
+    int width;
+    if (magic == MAGIC_V1)
+        width = 1;
+    else if (magic == MAGIC_V2)
+        width = 2;
+    else {
+        if (magic == MAGIC_BLANK)
+            result = 0;
+        goto done;
+    }
+    if (total < RECORD_HEAD || total > avail)
+        goto done;
+    Py_ssize_t fixed = RECORD_FIXED + (((uint32_t)sys_flag & BORN_V6) ? 12 : 0) +
+                       (((uint32_t)sys_flag & STORE_V6) ? 12 : 0);
+    Py_ssize_t end = total;
+    if (total < fixed + width + 2)
+        goto done;
+    int32_t body_length = (int32_t)rd32(r + fixed - 4);
+    Py_ssize_t body_end = fixed + (Py_ssize_t)body_length;
+    if (body_length < 0 || body_end + width + 2 > end)
+        goto done;
+    topic_length = width == 1 ? r[body_end] : rd16s(r + body_end);
+    if (topic_length <= 0 || (width == 1 && topic_length > 127))
+        goto done;
+    Py_ssize_t topic_end = body_end + width + topic_length;
+    if (topic_end + 2 > end)
+        goto done;
+    int16_t props_length = rd16s(r + topic_end);
+    if (props_length < 0 || topic_end + 2 + props_length != end)
+        goto done;
+    if ((props_length ? r[end - 1] : r[topic_end - 1]) == 0)
+        goto done;
+    if (check_crc) {
+        uLong c = crc32(crc32(0L, Z_NULL, 0), r + fixed, (uInt)body_length);
+        if (((uint32_t)c & 0x7FFFFFFFu) != crc)
+            goto done;
+    }
+    topic_ptr = r + body_end + width;
+    result = 1;
+done:;
+    PyObject *topic = NULL;
+    if (result == 1) {
+        PyObject *key = PyBytes_FromStringAndSize((const char *)topic_ptr, topic_length);
+        PyBuffer_Release(&view);
+        if (key == NULL)
+            return NULL;
+        topic = PyDict_GetItemWithError(args[3], key);
+        if (topic != NULL) {
+            Py_INCREF(topic);
+        } else if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            return NULL;
+        } else {
+            topic = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(key), topic_length, "replace");
+            if (topic == NULL || PyDict_SetItem(args[3], key, topic) < 0) {
+                Py_DECREF(key);
+                Py_XDECREF(topic);
+                return NULL;
+            }
+            if (PyDict_GET_SIZE(args[3]) > 4096)
+                PyDict_Clear(args[3]);
+        }
+        Py_DECREF(key);
+        return Py_BuildValue("(iNiLi)", total, topic, queue_id, (long long)phys, sys_flag);
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(iOiii)", result, Py_None, 0, 0, 0);
+}
+
+/* ---------------------------------------------------------------- IndexFile */
+
+typedef struct {
+    int64_t begin_ts, end_ts, begin_phy, end_phy;
+    int32_t slot_count, count;
+} IndexHeader;
+
+/*
+ * One entry, as Java IndexFile.putKey writes it: chained to the slot's previous entry when that
+ * one is valid, the slot then pointing at it; the header fields follow. 0, or -1 when the
+ * position is outside the buffer.
+ */
+static int index_write(unsigned char *b, Py_ssize_t len, long long slots, long long base, IndexHeader *h,
+                       int32_t key_hash, int64_t phy, int64_t ts)
+{
+    int64_t time_diff = 0;
+    if (h->begin_ts > 0) {
+        time_diff = ts >= h->begin_ts ? (ts - h->begin_ts) / 1000 : -((h->begin_ts - ts) / 1000);
+        if (time_diff < 0)
+            time_diff = 0;
+        if (time_diff > INT32_MAX)
+            time_diff = INT32_MAX;
+    }
+    long long slot_pos = INDEX_HEADER + (key_hash % slots) * INDEX_SLOT;
+    long long pos = base + (long long)h->count * INDEX_ENTRY;
+    if (slot_pos + INDEX_SLOT > len || pos < 0 || pos + INDEX_ENTRY > len)
+        return -1;
+    int32_t slot_value = (int32_t)rd32(b + slot_pos);
+    if (slot_value <= 0 || slot_value > h->count)
+        slot_value = 0;
+    wr32(b + pos, (uint32_t)key_hash);
+    wr64(b + pos + 4, (uint64_t)phy);
+    wr32(b + pos + 12, (uint32_t)time_diff);
+    wr32(b + pos + 16, (uint32_t)slot_value);
+    wr32(b + slot_pos, (uint32_t)h->count);
+    if (h->count <= 1) {
+        h->begin_phy = phy;
+        h->begin_ts = ts;
+    }
+    if (slot_value == 0)
+        h->slot_count++;
+    h->count++;
+    h->end_phy = phy;
+    h->end_ts = ts;
+    return 0;
+}
+
+/*
+ * index_put_keys(buf, hash_slot_num, index_num, entries_base,
+ *                begin_ts, end_ts, begin_phy, end_phy, hash_slot_count, index_count,
+ *                topic, uniq_key, keys, tags, skip, phy_offset, store_timestamp)
+ *   -> (next, begin_ts, end_ts, begin_phy, end_phy, hash_slot_count, index_count)
+ *
+ * Indexes one message: uniq_key, each non-empty space-separated word of keys, and "T#" + tags
+ * (each of the three may be None or empty), in that order, as topic#key; the first *skip* of
+ * them are taken as written already. *next* is -1 when all are written, else the position of
+ * the first that did not fit (the file is full). The header is rewritten once at the end.
+ */
+static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 17) {
+        PyErr_SetString(PyExc_TypeError, "index_put_keys() takes 17 positional arguments");
+        return NULL;
+    }
+    long long v[10];
+    for (int i = 1; i < 10; i++) {
+        v[i] = PyLong_AsLongLong(args[i]);
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    long long skip = PyLong_AsLongLong(args[14]), phy = PyLong_AsLongLong(args[15]);
+    long long ts = PyLong_AsLongLong(args[16]);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *topic = args[10], *uniq = args[11], *keys = args[12], *tags = args[13];
+    if (!PyUnicode_Check(topic) || (uniq != Py_None && !PyUnicode_Check(uniq)) ||
+        (keys != Py_None && !PyUnicode_Check(keys)) || (tags != Py_None && !PyUnicode_Check(tags))) {
+        PyErr_SetString(PyExc_TypeError, "index_put_keys: topic must be a str, the keys str or None");
+        return NULL;
+    }
+    long long slots = v[1], index_num = v[2], base = v[3];
+    if (slots <= 0 || v[8] < 0 || v[8] > INT32_MAX || v[9] < 0 || v[9] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "index_put_keys: argument out of range");
+        return NULL;
+    }
+    IndexHeader h = {v[4], v[5], v[6], v[7], (int32_t)v[8], (int32_t)v[9]};
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    uint32_t prefix = 31u * hash_range(0, topic, 0, PyUnicode_GET_LENGTH(topic)) + '#';
+    long long item = 0, next = -1;
+    int wrote = 0, bad = 0;
+    /* the items in order: 0 uniq, 1 keys (split), 2 "T#" + tags */
+    for (int part = 0; part < 3 && next < 0 && !bad; part++) {
+        PyObject *s = part == 0 ? uniq : part == 1 ? keys : tags;
+        if (s == Py_None)
+            continue;
+        Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+        if (n == 0)
+            continue;
+        int kind = PyUnicode_KIND(s);
+        const void *data = PyUnicode_DATA(s);
+        Py_ssize_t start = 0;
+        while (start <= n) {
+            Py_ssize_t end = n;
+            if (part == 1) {
+                end = start;
+                while (end < n && PyUnicode_READ(kind, data, end) != ' ')
+                    end++;
+            }
+            if (end > start) {
+                if (item >= skip) {
+                    if (h.count >= index_num) {
+                        next = item;
+                        break;
+                    }
+                    uint32_t kh = prefix;
+                    if (part == 2)
+                        kh = 31u * (31u * kh + 'T') + '#';
+                    int32_t sv = (int32_t)hash_range(kh, s, start, end);
+                    if (sv == INT32_MIN)
+                        sv = 0;
+                    if (sv < 0)
+                        sv = -sv;
+                    if (index_write(view.buf, view.len, slots, base, &h, sv, phy, ts) < 0) {
+                        bad = 1;
+                        break;
+                    }
+                    wrote = 1;
+                }
+                item++;
+            }
+            start = end + 1;
+        }
+    }
+    if (wrote && !bad) {
+        unsigned char *b = view.buf;
+        if (view.len < INDEX_HEADER) {
+            bad = 1;
+        } else {
+            wr64(b, (uint64_t)h.begin_ts);
+            wr64(b + 8, (uint64_t)h.end_ts);
+            wr64(b + 16, (uint64_t)h.begin_phy);
+            wr64(b + 24, (uint64_t)h.end_phy);
+            wr32(b + 32, (uint32_t)h.slot_count);
+            wr32(b + 36, (uint32_t)h.count);
+        }
+    }
+    PyBuffer_Release(&view);
+    if (bad) {
+        PyErr_SetString(PyExc_IndexError, "index_put_keys: position outside the index file");
+        return NULL;
+    }
+    return Py_BuildValue("(LLLLLii)", next, (long long)h.begin_ts, (long long)h.end_ts, (long long)h.begin_phy,
+                         (long long)h.end_phy, h.slot_count, h.count);
+}
+
+/* ---------------------------------------------------------------- ROCKETMQ binary header */
+
+/*
+ * decode_rocketmq_header(data: bytes, body: bytes) -> RemotingCommand
+ * Twin of serialization.decode_rocketmq_header, same errors (RemoteProtocolError).
+ */
+static PyObject *decode_rocketmq_header(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_setup(RemoteProtocolError) < 0 || check_setup(RemotingCommand) < 0 || check_setup(SerializeRocketMQ) < 0)
+        return NULL;
+    if (nargs != 2 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "decode_rocketmq_header(data: bytes, body)");
+        return NULL;
+    }
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    if (n < 21)
+        return PyErr_Format(RemoteProtocolError, "ROCKETMQ header of %zd bytes is shorter than 21", n);
+    int code = rd16s(d);
+    int language = d[2];
+    int version = rd16s(d + 3);
+    int32_t opaque = (int32_t)rd32(d + 5);
+    int32_t flag = (int32_t)rd32(d + 9);
+    int32_t remark_len = (int32_t)rd32(d + 13);
+    Py_ssize_t pos = 17;
+    if (remark_len < 0 || pos + remark_len + 4 > n)
+        return PyErr_Format(RemoteProtocolError, "ROCKETMQ header remark length %d exceeds the header",
+                            (int)remark_len);
+    PyObject *remark = NULL, *ext = NULL, *result = NULL;
+    if (remark_len) {
+        remark = PyUnicode_DecodeUTF8((const char *)d + pos, remark_len, NULL);
+        if (remark == NULL)
+            goto decode_error;
+    } else {
+        remark = Py_NewRef(Py_None);
+    }
+    pos += remark_len;
+    int32_t ext_len = (int32_t)rd32(d + pos);
+    pos += 4;
+    if (ext_len < 0 || pos + ext_len > n) {
+        PyErr_Format(RemoteProtocolError, "ROCKETMQ header extFields length %d exceeds the header", (int)ext_len);
+        goto fail;
+    }
+    ext = PyDict_New();
+    if (ext == NULL)
+        goto fail;
+    const unsigned char *e = d + pos;
+    Py_ssize_t p = 0;
+    while (p < ext_len) {
+        if (p + 2 > ext_len)
+            goto truncated;
+        Py_ssize_t klen = rd16s(e + p);
+        if (klen < 0)
+            goto exceeds;
+        Py_ssize_t kend = p + 2 + klen;
+        if (kend + 4 > ext_len)
+            goto truncated;
+        Py_ssize_t vlen = (int32_t)rd32(e + kend);
+        if (vlen < 0)
+            goto exceeds;
+        Py_ssize_t vend = kend + 4 + vlen;
+        if (vend > ext_len)
+            goto exceeds;
+        if (klen && vlen) {
+            PyObject *k = PyUnicode_DecodeUTF8((const char *)e + p + 2, klen, NULL);
+            if (k == NULL)
+                goto decode_error;
+            PyObject *v = PyUnicode_DecodeUTF8((const char *)e + kend + 4, vlen, NULL);
+            if (v == NULL) {
+                Py_DECREF(k);
+                goto decode_error;
+            }
+            int rc = PyDict_SetItem(ext, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (rc < 0)
+                goto fail;
+        }
+        p = vend;
+    }
+    PyObject *argv[9];
+    argv[0] = PyLong_FromLong(code);
+    argv[1] = PyLong_FromLong(language);
+    argv[2] = PyLong_FromLong(version);
+    argv[3] = PyLong_FromLong(opaque);
+    argv[4] = PyLong_FromLong(flag);
+    argv[5] = remark;
+    argv[6] = ext;
+    argv[7] = args[1];
+    argv[8] = SerializeRocketMQ;
+    if (argv[0] && argv[1] && argv[2] && argv[3] && argv[4])
+        result = PyObject_Vectorcall(RemotingCommand, argv, 9, NULL);
+    for (int i = 0; i < 5; i++)
+        Py_XDECREF(argv[i]);
+    Py_DECREF(remark);
+    Py_DECREF(ext);
+    return result;
+truncated:
+    PyErr_SetString(RemoteProtocolError, "truncated extFields entry");
+    goto fail;
+exceeds:
+    PyErr_SetString(RemoteProtocolError, "extFields entry exceeds the header");
+    goto fail;
+decode_error:
+    if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(RemoteProtocolError, "ROCKETMQ header holds invalid UTF-8: %S", value ? value : Py_None);
+        Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+    }
+fail:
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    return NULL;
+}
+
+static int attr_long(PyObject *cmd, PyObject *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttr(cmd, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/*
+ * encode_rocketmq_header(cmd: RemotingCommand) -> bytes
+ * Twin of serialization.encode_rocketmq_header, same errors (LocalProtocolError).
+ */
+static PyObject *encode_rocketmq_header(PyObject *self, PyObject *cmd)
+{
+    if (check_setup(LocalProtocolError) < 0)
+        return NULL;
+    long long code, language, version, opaque, flag;
+    if (attr_long(cmd, s_code, &code) < 0 || attr_long(cmd, s_language, &language) < 0 ||
+        attr_long(cmd, s_version, &version) < 0 || attr_long(cmd, s_opaque, &opaque) < 0 ||
+        attr_long(cmd, s_flag, &flag) < 0)
+        return NULL;
+    if (code < -0x8000 || code > 0x7FFF || version < -0x8000 || version > 0x7FFF)
+        return PyErr_Format(LocalProtocolError,
+                            "code %lld / version %lld do not fit the ROCKETMQ header's int16; use JSON", code, version);
+    if (opaque < INT32_MIN || opaque > INT32_MAX || flag < INT32_MIN || flag > INT32_MAX)
+        return PyErr_Format(PyExc_OverflowError, "opaque or flag out of int32 range");
+    PyObject *remark = PyObject_GetAttr(cmd, s_remark);
+    if (remark == NULL)
+        return NULL;
+    PyObject *ext = PyObject_GetAttr(cmd, s_ext_fields);
+    if (ext == NULL) {
+        Py_DECREF(remark);
+        return NULL;
+    }
+    PyObject *out = NULL;
+    const char *rp = "";
+    Py_ssize_t rlen = 0;
+    if (remark != Py_None && PyObject_IsTrue(remark)) {
+        if (!PyUnicode_Check(remark)) {
+            PyErr_SetString(PyExc_TypeError, "remark must be a str");
+            goto done;
+        }
+        rp = PyUnicode_AsUTF8AndSize(remark, &rlen);
+        if (rp == NULL)
+            goto done;
+    }
+    if (!PyDict_Check(ext)) {
+        PyErr_SetString(PyExc_TypeError, "ext_fields must be a dict");
+        goto done;
+    }
+    /* first pass: lengths (the UTF-8 forms are cached in the str objects for the second) */
+    Py_ssize_t ext_len = 0, pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(ext, &pos, &k, &v)) {
+        Py_ssize_t kl, vl;
+        if (!PyUnicode_Check(k) || !PyUnicode_Check(v)) {
+            PyErr_SetString(PyExc_TypeError, "ext_fields keys and values must be str");
+            goto done;
+        }
+        if (PyUnicode_AsUTF8AndSize(k, &kl) == NULL || PyUnicode_AsUTF8AndSize(v, &vl) == NULL)
+            goto done;
+        if (kl > 0x7FFF) {
+            PyErr_Format(LocalProtocolError, "ext field key too long for ROCKETMQ header: %zd bytes", kl);
+            goto done;
+        }
+        ext_len += 2 + kl + 4 + vl;
+    }
+    if (ext_len > INT32_MAX || rlen > INT32_MAX - 21 - ext_len) {
+        PyErr_SetString(LocalProtocolError, "ROCKETMQ header too long");
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, 21 + rlen + ext_len);
+    if (out == NULL)
+        goto done;
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
+    wr16(w, (uint32_t)code);
+    w[2] = (unsigned char)(language & 0xFF);
+    wr16(w + 3, (uint32_t)version);
+    wr32(w + 5, (uint32_t)opaque);
+    wr32(w + 9, (uint32_t)flag);
+    wr32(w + 13, (uint32_t)rlen);
+    memcpy(w + 17, rp, (size_t)rlen);
+    w += 17 + rlen;
+    wr32(w, (uint32_t)ext_len);
+    w += 4;
+    pos = 0;
+    while (PyDict_Next(ext, &pos, &k, &v)) {
+        Py_ssize_t kl, vl;
+        const char *kp = PyUnicode_AsUTF8AndSize(k, &kl);
+        const char *vp = PyUnicode_AsUTF8AndSize(v, &vl);
+        wr16(w, (uint32_t)kl);
+        memcpy(w + 2, kp, (size_t)kl);
+        w += 2 + kl;
+        wr32(w, (uint32_t)vl);
+        memcpy(w + 4, vp, (size_t)vl);
+        w += 4 + vl;
+    }
+done:
+    Py_DECREF(remark);
+    Py_DECREF(ext);
+    return out;
+}
+
+/* ---------------------------------------------------------------- module */
+
+/* _setup(name, value): the Python classes this module raises or builds, set by their owners. */
+static PyObject *setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_setup(name: str, value)");
+        return NULL;
+    }
+    const char *name = PyUnicode_AsUTF8(args[0]);
+    PyObject **slot;
+    if (name == NULL)
+        return NULL;
+    if (strcmp(name, "MessageFormatError") == 0)
+        slot = &MessageFormatError;
+    else if (strcmp(name, "RemoteProtocolError") == 0)
+        slot = &RemoteProtocolError;
+    else if (strcmp(name, "RemotingCommand") == 0)
+        slot = &RemotingCommand;
+    else if (strcmp(name, "SerializeType.ROCKETMQ") == 0)
+        slot = &SerializeRocketMQ;
+    else if (strcmp(name, "LocalProtocolError") == 0)
+        slot = &LocalProtocolError;
+    else
+        return PyErr_Format(PyExc_KeyError, "_setup: unknown name %R", args[0]);
+    Py_XSETREF(*slot, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"_setup", (PyCFunction)(void (*)(void))setup, METH_FASTCALL, NULL},
+    {"java_string_hash", java_string_hash, METH_O, "Java String.hashCode() of a str, as a signed int32."},
+    {"topic_key_hash", (PyCFunction)(void (*)(void))topic_key_hash, METH_FASTCALL,
+     "abs(Java hash of topic + '#' + key), 0 for Integer.MIN_VALUE."},
+    {"get_property", (PyCFunction)(void (*)(void))get_property, METH_FASTCALL,
+     "One property's value from a properties string, or None."},
+    {"string_to_properties", string_to_properties, METH_O, "A properties string as a dict."},
+    {"properties_to_string", properties_to_string, METH_O, "A dict of properties as a properties string."},
+    {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL, "One CommitLog record."},
+    {"validate_record", (PyCFunction)(void (*)(void))validate_record, METH_FASTCALL,
+     "Structural check of a CommitLog record (recovery)."},
+    {"index_put_keys", (PyCFunction)(void (*)(void))index_put_keys, METH_FASTCALL,
+     "IndexFile entries for one message's keys."},
+    {"encode_rocketmq_header", encode_rocketmq_header, METH_O, "The ROCKETMQ binary header of a RemotingCommand."},
+    {"decode_rocketmq_header", (PyCFunction)(void (*)(void))decode_rocketmq_header, METH_FASTCALL,
+     "A ROCKETMQ binary header as a RemotingCommand."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "rocketmq_tx._speedups",
+    "Optional C versions of per-message hot spots; see rocketmq_tx.common.native.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void)
+{
+    struct { PyObject **slot; const char *text; } names[] = {
+        {&s_code, "code"}, {&s_language, "language"}, {&s_version, "version"}, {&s_opaque, "opaque"},
+        {&s_flag, "flag"}, {&s_remark, "remark"}, {&s_ext_fields, "ext_fields"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}
