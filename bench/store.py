@@ -179,9 +179,9 @@ def main() -> None:
                 cq.close()
         store.index_service.close()
         os.close(store._lock_fd)
-        t = time.perf_counter()
         if args.java:
             shutil.copytree(base / "async", base / "java-copy")
+        t = time.perf_counter()
         again = DefaultMessageStore(store.config)
         assert again.load() and not again.last_exit_ok
         t_rec = time.perf_counter() - t
