@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from twisted.internet.abstract import FileDescriptor
+from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactor
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
@@ -224,3 +227,53 @@ class FailureTests(SynchronousTestCase):
         pump.flush()
         held.callback(RemotingCommand(code=0))
         self.assertEqual(pump.server_transport.value(), b"")
+
+
+class _Socket(FileDescriptor):
+    """A FileDescriptor whose socket accepts everything: what reaches writeSomeData was sent."""
+
+    def __init__(self, reactor: MemoryReactor) -> None:
+        super().__init__(reactor)
+        self.sent: list[bytes] = []
+        self.connected = 1
+
+    def writeSomeData(self, data: bytes) -> int:
+        self.sent.append(bytes(data))
+        return len(data)
+
+    def getPeer(self) -> IPv4Address:
+        return IPv4Address("TCP", "127.0.0.1", 40000)
+
+    def getHost(self) -> IPv4Address:
+        return IPv4Address("TCP", "127.0.0.1", 10911)
+
+
+class WriteNowTests(SynchronousTestCase):
+    """Responses leave in the reactor turn that read their requests."""
+
+    def setUp(self) -> None:
+        self.reactor = MemoryReactor()
+        self.socket = _Socket(self.reactor)
+        self.server = RemotingProtocol(Clock(), echo_table())
+        self.server.makeConnection(self.socket)
+
+    def test_answered_in_the_same_turn(self) -> None:
+        requests = [RemotingCommand.request(ECHO, {"n": str(i)}) for i in range(3)]
+        for i, r in enumerate(requests):
+            r.opaque = i
+        self.server.dataReceived(b"".join(encode_command(r) for r in requests))
+        # one send for the three answers, and no writable-event registration left behind
+        self.assertEqual(len(self.socket.sent), 1)
+        self.assertNotIn(self.socket, self.reactor.getWriters())
+        self.assertEqual(self.socket.sent[0].count(b"echo"), 3)
+
+    def test_oneway_sends_nothing(self) -> None:
+        self.server.dataReceived(encode_command(RemotingCommand(code=ONEWAY_SINK, flag=2)))
+        self.assertEqual(self.socket.sent, [])
+
+    def test_closing_socket_left_to_the_reactor(self) -> None:
+        """A socket asked to close keeps its data for the reactor's doWrite, which closes it after."""
+        self.socket.disconnecting = True
+        self.server.dataReceived(encode_command(RemotingCommand.request(ECHO)))
+        self.assertEqual(self.socket.sent, [])
+        self.assertIn(self.socket, self.reactor.getWriters())
