@@ -33,7 +33,6 @@ from rocketmq_tx.common.message import (
     properties_to_string,
     string_to_properties,
 )
-from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.msgid import (
     UniqueKeyGenerator,
     create_offset_msg_id,
@@ -42,6 +41,7 @@ from rocketmq_tx.common.msgid import (
     unique_key_time,
     unpack_host,
 )
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.sysflag import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,

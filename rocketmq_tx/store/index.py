@@ -150,18 +150,18 @@ class IndexFile:
         """:meth:`put_key` with the key's hash already computed."""
         if self.index_count >= self.index_num:
             return False
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE
+        slot_value = INDEX_SLOT.unpack_from(self.mm, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
         if self.begin_timestamp <= 0:
             time_diff = 0
         else:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
                 else -((self.begin_timestamp - store_timestamp) // 1000)
             time_diff = min(max(time_diff, 0), _MAX_INT)
-        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * INDEX_HASH_SLOT_SIZE
-        slot_value = INDEX_SLOT.unpack_from(self.mm, slot_pos)[0]
-        if slot_value <= 0 or slot_value > self.index_count:
-            slot_value = 0
-        INDEX_ENTRY.pack_into(self.mm, self._entries_base + self.index_count * INDEX_ENTRY_SIZE, key_hash,
-                              phy_offset, time_diff, slot_value)
+        pos = self._entries_base + self.index_count * INDEX_ENTRY_SIZE
+        INDEX_ENTRY.pack_into(self.mm, pos, key_hash, phy_offset, time_diff, slot_value)
         INDEX_SLOT.pack_into(self.mm, slot_pos, self.index_count)
         if self.index_count <= 1:
             self.begin_phy_offset = phy_offset
