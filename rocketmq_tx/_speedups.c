@@ -190,7 +190,6 @@ static PyObject *properties_to_string(PyObject *self, PyObject *props)
         PyErr_SetString(PyExc_TypeError, "properties_to_string() needs a dict");
         return NULL;
     }
-    Py_ssize_t count = PyDict_GET_SIZE(props);
     PyObject *parts = PyList_New(0);
     if (parts == NULL)
         return NULL;
@@ -215,7 +214,6 @@ static PyObject *properties_to_string(PyObject *self, PyObject *props)
         }
         total += 2; /* 0x01 after the name, 0x02 after the value */
     }
-    (void)count;
     Py_ssize_t npairs = PyList_GET_SIZE(parts) / 2;
     if (npairs == 0) {
         result = PyUnicode_New(0, 0);

@@ -35,12 +35,27 @@ from rocketmq_tx.remoting import (
     encode_command,
 )
 
-__all__ = ["RemotingProtocol", "DEFAULT_IDLE_TIMEOUT"]
+__all__ = ["RemotingProtocol", "DEFAULT_IDLE_TIMEOUT", "write_now"]
 
 #: Java's ``serverChannelMaxIdleTimeSeconds`` / ``clientChannelMaxIdleTimeSeconds``.
 DEFAULT_IDLE_TIMEOUT = 120.0
 
 log = Logger()
+
+
+def write_now(sock: FileDescriptor) -> None:
+    """
+    Send what *sock* has buffered now instead of on the reactor's next writable event, one
+    epoll round later (a 1-thread send from the Java 5.5.0 producer: 0.207 -> 0.199 ms in
+    plaintext, 0.314 -> 0.281 ms with TLS). Only while it is open and not closing; a write
+    error is left for the reactor's own doWrite, which reports it and closes the socket.
+    """
+    if (sock.disconnecting or not sock.connected or getattr(sock, "_writeDisconnecting", False)
+            or getattr(sock, "_aborting", False)):
+        return
+    # FileDescriptor.write appends to _tempDataBuffer; without the attribute, assume data.
+    if getattr(sock, "_tempDataLen", 1) or len(sock.dataBuffer) > sock.offset:
+        sock.doWrite()
 
 
 @implementer(IRemotingContext)
@@ -90,11 +105,8 @@ class RemotingProtocol(Protocol, TimeoutMixin):
                 self.transport.setTcpNoDelay(True)
             except OSError:
                 pass  # not a TCP socket after all (e.g. a UNIX socket in tests)
-        # The TCP transport itself (through a TLS wrapper too, which delegates attributes),
-        # when there is one: see _write_answers.
-        do_write = getattr(self.transport, "doWrite", None)
-        descriptor = getattr(do_write, "__self__", None)
-        self._descriptor = descriptor if isinstance(descriptor, FileDescriptor) else None
+        # A TCP transport of our own (not a TLS layer's: see _write_answers).
+        self._descriptor = self.transport if isinstance(self.transport, FileDescriptor) else None
         self.setTimeout(self._idle_timeout)
 
     def dataReceived(self, data: bytes) -> None:
@@ -117,15 +129,11 @@ class RemotingProtocol(Protocol, TimeoutMixin):
     def _write_answers(self) -> None:
         """
         Send the responses written while handling one read now, in this reactor turn, as
-        Netty's writeAndFlush does: Twisted would wait for the next turn's writable event,
-        one more epoll round per request and response (a 1-thread send from the Java 5.5.0
-        producer: 0.207 -> 0.199 ms in plaintext, 0.314 -> 0.281 ms with TLS). Only while the TCP transport is open and not closing; a write error is left
-        for the reactor's own doWrite, which reports it and closes the socket.
+        Netty's writeAndFlush does (:func:`write_now`). Over TLS the TLS layer hands us one
+        record at a time, so there the TLS mode protocol does it once per read instead.
         """
-        sock = self._descriptor
-        if sock is None or not self.connected or sock.disconnecting or getattr(sock, "_writeDisconnecting", False):
-            return
-        sock.doWrite()
+        if self._descriptor is not None and self.connected:
+            write_now(self._descriptor)
 
     def connectionLost(self, reason: Failure = None) -> None:  # type: ignore[assignment]
         self.connected = False

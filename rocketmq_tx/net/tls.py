@@ -25,6 +25,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from OpenSSL import SSL, crypto
 from twisted.internet import interfaces, ssl
+from twisted.internet.abstract import FileDescriptor
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.task import LoopingCall
@@ -34,6 +35,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from rocketmq_tx.config import ConfigError
+from rocketmq_tx.net.protocol import write_now
 from rocketmq_tx.tlsconfig import TLS_HANDSHAKE_BYTE, PemMaterial, TlsMode, TlsSettings, load_pem_material, self_signed_pem
 
 __all__ = ["ReloadableServerTLS", "TlsModeFactory", "client_creator", "DEFAULT_HANDSHAKE_TIMEOUT"]
@@ -212,6 +214,10 @@ class _TlsModeProtocol(Protocol):
                 return
             self.inner.makeConnection(self.transport)
         self.inner.dataReceived(data)
+        if self._tls and isinstance(self.transport, FileDescriptor):
+            # Once per read, after the TLS layer has passed every record of it up: the
+            # application protocol cannot tell when that is (see RemotingProtocol).
+            write_now(self.transport)
         if self._timer is not None and self._handshake_done():
             self._timer.cancel()
             self._timer = None

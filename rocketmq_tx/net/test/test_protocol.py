@@ -6,13 +6,16 @@ from twisted.internet.abstract import FileDescriptor
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
+from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactor
+from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor, ProcessorTable
 from rocketmq_tx.net.protocol import RemotingProtocol
+from rocketmq_tx.net.tls import TlsModeFactory
 from rocketmq_tx.remoting import (
     RemotingCommand,
     RemotingCommandError,
@@ -24,6 +27,7 @@ from rocketmq_tx.remoting import (
 )
 from rocketmq_tx.testing.echo import ECHO, ONEWAY_SINK, SINK_COUNT, EchoProcessor, echo_table
 from rocketmq_tx.testing.loopback import connect
+from rocketmq_tx.tlsconfig import TlsMode
 
 
 @implementer(IRequestProcessor)
@@ -271,9 +275,37 @@ class WriteNowTests(SynchronousTestCase):
         self.server.dataReceived(encode_command(RemotingCommand(code=ONEWAY_SINK, flag=2)))
         self.assertEqual(self.socket.sent, [])
 
+    def test_not_through_a_wrapper(self) -> None:
+        """Behind a TLS layer (a wrapper), the TLS mode protocol flushes once per read instead."""
+        wrapper = ProtocolWrapper(WrappingFactory(Factory()), RemotingProtocol(Clock(), echo_table()))
+        wrapper.makeConnection(_Socket(self.reactor))
+        self.assertIsNone(wrapper.wrappedProtocol._descriptor)
+
     def test_closing_socket_left_to_the_reactor(self) -> None:
         """A socket asked to close keeps its data for the reactor's doWrite, which closes it after."""
         self.socket.disconnecting = True
         self.server.dataReceived(encode_command(RemotingCommand.request(ECHO)))
         self.assertEqual(self.socket.sent, [])
         self.assertIn(self.socket, self.reactor.getWriters())
+
+
+class _TwoWrites(Protocol):
+    """Stands in for the TLS layer: two records read, two ciphertext writes."""
+
+    def dataReceived(self, data: bytes) -> None:
+        self.transport.write(b"record-1;")
+        self.transport.write(b"record-2;")
+
+
+class TlsModeWriteNowTests(SynchronousTestCase):
+    def test_once_per_read(self) -> None:
+        """In TLS mode the TLS mode protocol sends everything one read produced in one go."""
+        reactor = MemoryReactor()
+        sock = _Socket(reactor)
+        factory = TlsModeFactory(Factory.forProtocol(Protocol), TlsMode.PERMISSIVE, None, Clock())
+        factory.tls_factory = Factory.forProtocol(_TwoWrites)
+        proto = factory.buildProtocol(None)
+        proto.makeConnection(sock)
+        proto.dataReceived(b"\x16\x03\x01 a TLS hello")
+        self.assertEqual(sock.sent, [b"record-1;record-2;"])
+        self.assertNotIn(sock, reactor.getWriters())
