@@ -13,6 +13,9 @@ from rocketmq_tx.remoting.api import PullStatus
 
 def main(namesrv: str = "127.0.0.1:9876", topic: str = "ExampleTopic", group: str = "example-pull") -> None:
     with BlockingPullClient(group, namesrv) as client:
+        # Announce the group first: a 5.x broker refuses offsets of a group it does not know
+        # (SUBSCRIPTION_GROUP_NOT_EXIST), and a heartbeat creates it (autoCreateSubscriptionGroup).
+        client.send_heartbeat([topic])
         for mq in client.fetch_queues(topic):
             offset = client.committed_offset(mq)
             if offset is None:
