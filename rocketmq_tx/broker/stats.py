@@ -99,6 +99,12 @@ class BrokerStats:
         items[1].add(second, size)
         items[2].add(second, nums)
 
+    def forget_topic(self, topic: str) -> None:
+        """Drop a deleted topic's put counters (``autoDeleteUnusedStats``)."""
+        for name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE):
+            self.items.get(name, {}).pop(topic, None)
+        self._put_items.pop(topic, None)
+
     def get(self, group: str, topic: str, nums: int, size: int) -> None:
         second = self.now_ms() // 1000
         self.get_total += nums

@@ -28,7 +28,7 @@ from rocketmq_tx.broker.broker2client import (
 )
 from rocketmq_tx.broker.config import _store_field
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
+from rocketmq_tx.broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE
 from rocketmq_tx.broker.topicconfig import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC, validate_topic
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageQueue
@@ -392,8 +392,7 @@ class AdminBrokerProcessor:
         # created again under the same name does not inherit stale positions.
         c.consumer_offset_manager.remove_topic(topic)
         if self.settings["autoDeleteUnusedStats"]:
-            for name in (TOPIC_PUT_NUMS, TOPIC_PUT_SIZE):
-                c.stats.items.get(name, {}).pop(topic, None)
+            c.stats.forget_topic(topic)
         return request.make_response()
 
     def get_all_topic_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
