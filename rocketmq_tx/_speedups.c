@@ -16,6 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define MAGIC_V1 ((int32_t)-626843481)
 #define MAGIC_V2 ((int32_t)-626843477)
@@ -271,6 +274,152 @@ static int as_i64(PyObject *o, int64_t *out)
     return 0;
 }
 
+/* One record's fields, checked; body is a held buffer until record_release. */
+typedef struct {
+    PyObject *topic, *properties, *born_host, *store_host;
+    Py_buffer body;
+    int32_t queue_id, flag, reconsume_times, magic;
+    int64_t queue_offset, commit_log_offset, born_ts, store_ts, prepared;
+    uint32_t flags, crc;
+    int width;
+    Py_ssize_t total;
+} Record;
+
+static void record_release(Record *r) { PyBuffer_Release(&r->body); }
+
+/*
+ * Checks the 15 encode_record arguments at *a* and sizes the record; on success the body
+ * buffer is held (record_release). Errors are MessageFormatError, as the Python encoder's.
+ */
+static int record_prepare(Record *r, PyObject *const *a)
+{
+    PyObject *topic = a[0], *properties = a[2], *born_host = a[9], *store_host = a[11];
+    if (!PyBytes_Check(topic) || !PyBytes_Check(properties) || !PyBytes_Check(born_host) ||
+        !PyBytes_Check(store_host)) {
+        PyErr_SetString(PyExc_TypeError, "topic, properties and hosts must be bytes");
+        return -1;
+    }
+    r->topic = topic;
+    r->properties = properties;
+    r->born_host = born_host;
+    r->store_host = store_host;
+    Py_ssize_t born_len = PyBytes_GET_SIZE(born_host), store_len = PyBytes_GET_SIZE(store_host);
+    int32_t sys_flag;
+    if (as_i32(a[3], &r->queue_id) < 0 || as_i32(a[4], &r->flag) < 0 || as_i64(a[5], &r->queue_offset) < 0 ||
+        as_i64(a[6], &r->commit_log_offset) < 0 || as_i32(a[7], &sys_flag) < 0 ||
+        as_i64(a[8], &r->born_ts) < 0 || as_i64(a[10], &r->store_ts) < 0 ||
+        as_i32(a[12], &r->reconsume_times) < 0 || as_i64(a[13], &r->prepared) < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(MessageFormatError, "a record field is out of range: %S", value ? value : Py_None);
+        Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+        return -1;
+    }
+    r->flags = (uint32_t)sys_flag & ~(BORN_V6 | STORE_V6);
+    if (born_len == 20)
+        r->flags |= BORN_V6;
+    else if (born_len != 8) {
+        PyErr_Format(MessageFormatError, "packed born host must have 8 or 20 bytes, not %zd", born_len);
+        return -1;
+    }
+    if (store_len == 20)
+        r->flags |= STORE_V6;
+    else if (store_len != 8) {
+        PyErr_Format(MessageFormatError, "packed store host must have 8 or 20 bytes, not %zd", store_len);
+        return -1;
+    }
+    Py_ssize_t topic_len = PyBytes_GET_SIZE(topic);
+    if (topic_len <= 127) {
+        r->width = 1;
+        r->magic = MAGIC_V1;
+    } else if (topic_len <= 32767) {
+        r->width = 2;
+        r->magic = MAGIC_V2;
+    } else {
+        PyErr_Format(MessageFormatError, "topic is %zd bytes long; at most 32767 fit", topic_len);
+        return -1;
+    }
+    Py_ssize_t props_len = PyBytes_GET_SIZE(properties);
+    if (props_len > 32767) {
+        PyErr_Format(MessageFormatError, "properties are %zd bytes long; at most 32767 fit", props_len);
+        return -1;
+    }
+    if (PyObject_GetBuffer(a[1], &r->body, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (a[14] == Py_None) {
+        const unsigned char *bp = r->body.buf;
+        Py_ssize_t left = r->body.len;
+        uLong c = crc32(0L, Z_NULL, 0);
+        while (left > 0) {
+            uInt chunk = left > (Py_ssize_t)0x40000000 ? 0x40000000u : (uInt)left;
+            c = crc32(c, bp, chunk);
+            bp += chunk;
+            left -= chunk;
+        }
+        r->crc = (uint32_t)c & 0x7FFFFFFFu;
+    } else {
+        int32_t given;
+        if (as_i32(a[14], &given) < 0) {
+            record_release(r);
+            return -1;
+        }
+        r->crc = (uint32_t)given;
+    }
+    Py_ssize_t fixed = RECORD_FIXED + born_len - 8 + store_len - 8;
+    r->total = fixed + r->body.len + r->width + topic_len + 2 + props_len;
+    if (r->total > INT32_MAX) {
+        record_release(r);
+        PyErr_Format(MessageFormatError, "a record field is out of range: record of %zd bytes", r->total);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Writes the record at *w* (r->total bytes), TOTALSIZE last: a process killed in the middle
+ * leaves TOTALSIZE as it was (0 in a fresh file), so recovery stops there.
+ */
+static void record_write(unsigned char *w0, const Record *r)
+{
+    unsigned char *w = w0;
+    Py_ssize_t born_len = PyBytes_GET_SIZE(r->born_host), store_len = PyBytes_GET_SIZE(r->store_host);
+    Py_ssize_t topic_len = PyBytes_GET_SIZE(r->topic), props_len = PyBytes_GET_SIZE(r->properties);
+    wr32(w + 4, (uint32_t)r->magic);
+    wr32(w + 8, r->crc);
+    wr32(w + 12, (uint32_t)r->queue_id);
+    wr32(w + 16, (uint32_t)r->flag);
+    wr64(w + 20, (uint64_t)r->queue_offset);
+    wr64(w + 28, (uint64_t)r->commit_log_offset);
+    wr32(w + 36, r->flags);
+    wr64(w + 40, (uint64_t)r->born_ts);
+    w += 48;
+    memcpy(w, PyBytes_AS_STRING(r->born_host), (size_t)born_len);
+    w += born_len;
+    wr64(w, (uint64_t)r->store_ts);
+    w += 8;
+    memcpy(w, PyBytes_AS_STRING(r->store_host), (size_t)store_len);
+    w += store_len;
+    wr32(w, (uint32_t)r->reconsume_times);
+    wr64(w + 4, (uint64_t)r->prepared);
+    wr32(w + 12, (uint32_t)r->body.len);
+    w += 16;
+    memcpy(w, r->body.buf, (size_t)r->body.len);
+    w += r->body.len;
+    if (r->width == 1) {
+        *w++ = (unsigned char)topic_len;
+    } else {
+        wr16(w, (uint32_t)topic_len);
+        w += 2;
+    }
+    memcpy(w, PyBytes_AS_STRING(r->topic), (size_t)topic_len);
+    w += topic_len;
+    wr16(w, (uint32_t)props_len);
+    memcpy(w + 2, PyBytes_AS_STRING(r->properties), (size_t)props_len);
+    /* keep the compiler from moving the TOTALSIZE store before the rest */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    wr32(w0, (uint32_t)r->total);
+}
+
 /*
  * encode_record(topic, body, properties, queue_id, flag, queue_offset, commit_log_offset,
  *               sys_flag, born_timestamp, born_host, store_timestamp, store_host,
@@ -285,117 +434,13 @@ static PyObject *encode_record(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "encode_record() takes 15 positional arguments");
         return NULL;
     }
-    PyObject *topic = args[0], *properties = args[2], *born_host = args[9], *store_host = args[11];
-    if (!PyBytes_Check(topic) || !PyBytes_Check(properties) || !PyBytes_Check(born_host) ||
-        !PyBytes_Check(store_host)) {
-        PyErr_SetString(PyExc_TypeError, "topic, properties and hosts must be bytes");
+    Record r;
+    if (record_prepare(&r, args) < 0)
         return NULL;
-    }
-    Py_ssize_t born_len = PyBytes_GET_SIZE(born_host), store_len = PyBytes_GET_SIZE(store_host);
-    int32_t queue_id, flag, sys_flag, reconsume_times;
-    int64_t queue_offset, commit_log_offset, born_ts, store_ts, prepared;
-    uint32_t crc = 0;
-    if (as_i32(args[3], &queue_id) < 0 || as_i32(args[4], &flag) < 0 || as_i64(args[5], &queue_offset) < 0 ||
-        as_i64(args[6], &commit_log_offset) < 0 || as_i32(args[7], &sys_flag) < 0 ||
-        as_i64(args[8], &born_ts) < 0 || as_i64(args[10], &store_ts) < 0 ||
-        as_i32(args[12], &reconsume_times) < 0 || as_i64(args[13], &prepared) < 0) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_Format(MessageFormatError, "a record field is out of range: %S", value ? value : Py_None);
-        Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
-        return NULL;
-    }
-    uint32_t flags = (uint32_t)sys_flag & ~(BORN_V6 | STORE_V6);
-    if (born_len == 20)
-        flags |= BORN_V6;
-    else if (born_len != 8)
-        return PyErr_Format(MessageFormatError, "packed born host must have 8 or 20 bytes, not %zd", born_len);
-    if (store_len == 20)
-        flags |= STORE_V6;
-    else if (store_len != 8)
-        return PyErr_Format(MessageFormatError, "packed store host must have 8 or 20 bytes, not %zd", store_len);
-    Py_ssize_t topic_len = PyBytes_GET_SIZE(topic);
-    int width;
-    int32_t magic;
-    if (topic_len <= 127) {
-        width = 1;
-        magic = MAGIC_V1;
-    } else if (topic_len <= 32767) {
-        width = 2;
-        magic = MAGIC_V2;
-    } else {
-        return PyErr_Format(MessageFormatError, "topic is %zd bytes long; at most 32767 fit", topic_len);
-    }
-    Py_ssize_t props_len = PyBytes_GET_SIZE(properties);
-    if (props_len > 32767)
-        return PyErr_Format(MessageFormatError, "properties are %zd bytes long; at most 32767 fit", props_len);
-    Py_buffer body;
-    if (PyObject_GetBuffer(args[1], &body, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (args[14] == Py_None) {
-        const unsigned char *bp = body.buf;
-        Py_ssize_t left = body.len;
-        uLong c = crc32(0L, Z_NULL, 0);
-        while (left > 0) {
-            uInt chunk = left > (Py_ssize_t)0x40000000 ? 0x40000000u : (uInt)left;
-            c = crc32(c, bp, chunk);
-            bp += chunk;
-            left -= chunk;
-        }
-        crc = (uint32_t)c & 0x7FFFFFFFu;
-    } else {
-        int32_t given;
-        if (as_i32(args[14], &given) < 0) {
-            PyBuffer_Release(&body);
-            return NULL;
-        }
-        crc = (uint32_t)given;
-    }
-    Py_ssize_t fixed = RECORD_FIXED + born_len - 8 + store_len - 8;
-    Py_ssize_t total = fixed + body.len + width + topic_len + 2 + props_len;
-    if (total > INT32_MAX) {
-        PyBuffer_Release(&body);
-        return PyErr_Format(MessageFormatError, "a record field is out of range: record of %zd bytes", total);
-    }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
-    if (out == NULL) {
-        PyBuffer_Release(&body);
-        return NULL;
-    }
-    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
-    wr32(w, (uint32_t)total);
-    wr32(w + 4, (uint32_t)magic);
-    wr32(w + 8, crc);
-    wr32(w + 12, (uint32_t)queue_id);
-    wr32(w + 16, (uint32_t)flag);
-    wr64(w + 20, (uint64_t)queue_offset);
-    wr64(w + 28, (uint64_t)commit_log_offset);
-    wr32(w + 36, flags);
-    wr64(w + 40, (uint64_t)born_ts);
-    w += 48;
-    memcpy(w, PyBytes_AS_STRING(born_host), (size_t)born_len);
-    w += born_len;
-    wr64(w, (uint64_t)store_ts);
-    w += 8;
-    memcpy(w, PyBytes_AS_STRING(store_host), (size_t)store_len);
-    w += store_len;
-    wr32(w, (uint32_t)reconsume_times);
-    wr64(w + 4, (uint64_t)prepared);
-    wr32(w + 12, (uint32_t)body.len);
-    w += 16;
-    memcpy(w, body.buf, (size_t)body.len);
-    w += body.len;
-    PyBuffer_Release(&body);
-    if (width == 1) {
-        *w++ = (unsigned char)topic_len;
-    } else {
-        wr16(w, (uint32_t)topic_len);
-        w += 2;
-    }
-    memcpy(w, PyBytes_AS_STRING(topic), (size_t)topic_len);
-    w += topic_len;
-    wr16(w, (uint32_t)props_len);
-    memcpy(w + 2, PyBytes_AS_STRING(properties), (size_t)props_len);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, r.total);
+    if (out != NULL)
+        record_write((unsigned char *)PyBytes_AS_STRING(out), &r);
+    record_release(&r);
     return out;
 }
 
@@ -554,53 +599,32 @@ static int index_write(unsigned char *b, Py_ssize_t len, long long slots, long l
     return 0;
 }
 
+/* Where one message's index entries go: the file's buffer, geometry and header state. */
+typedef struct {
+    unsigned char *buf;
+    Py_ssize_t len;
+    long long slots, index_num, base;
+    IndexHeader h;
+} IndexTarget;
+
 /*
- * index_put_keys(buf, hash_slot_num, index_num, entries_base,
- *                begin_ts, end_ts, begin_phy, end_phy, hash_slot_count, index_count,
- *                topic, uniq_key, keys, tags, skip, phy_offset, store_timestamp)
- *   -> (next, begin_ts, end_ts, begin_phy, end_phy, hash_slot_count, index_count)
- *
- * Indexes one message: uniq_key, each non-empty space-separated word of keys, and "T#" + tags
- * (each of the three may be None or empty), in that order, as topic#key; the first *skip* of
- * them are taken as written already. *next* is -1 when all are written, else the position of
- * the first that did not fit (the file is full). The header is rewritten once at the end.
+ * Walks one message's index items: uniq_key, each non-empty space-separated word of keys, and
+ * "T#" + tags (each of the three may be None or empty), in that order, as topic#key. With
+ * t NULL it only counts them. Otherwise the first *skip* are taken as written already and the
+ * rest written while the file has room; *next* is then -1 when all are in, else the position
+ * of the first that did not fit. Returns the number of items, or -1 when an entry would fall
+ * outside the buffer. The header is rewritten once at the end, when something was written.
  */
-static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static long long index_walk(IndexTarget *t, PyObject *topic, PyObject *uniq, PyObject *keys, PyObject *tags,
+                            long long skip, int64_t phy, int64_t ts, long long *next)
 {
-    if (nargs != 17) {
-        PyErr_SetString(PyExc_TypeError, "index_put_keys() takes 17 positional arguments");
-        return NULL;
-    }
-    long long v[10];
-    for (int i = 1; i < 10; i++) {
-        v[i] = PyLong_AsLongLong(args[i]);
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    long long skip = PyLong_AsLongLong(args[14]), phy = PyLong_AsLongLong(args[15]);
-    long long ts = PyLong_AsLongLong(args[16]);
-    if (PyErr_Occurred())
-        return NULL;
-    PyObject *topic = args[10], *uniq = args[11], *keys = args[12], *tags = args[13];
-    if (!PyUnicode_Check(topic) || (uniq != Py_None && !PyUnicode_Check(uniq)) ||
-        (keys != Py_None && !PyUnicode_Check(keys)) || (tags != Py_None && !PyUnicode_Check(tags))) {
-        PyErr_SetString(PyExc_TypeError, "index_put_keys: topic must be a str, the keys str or None");
-        return NULL;
-    }
-    long long slots = v[1], index_num = v[2], base = v[3];
-    if (slots <= 0 || v[8] < 0 || v[8] > INT32_MAX || v[9] < 0 || v[9] > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "index_put_keys: argument out of range");
-        return NULL;
-    }
-    IndexHeader h = {v[4], v[5], v[6], v[7], (int32_t)v[8], (int32_t)v[9]};
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
-        return NULL;
-    uint32_t prefix = 31u * hash_range(0, topic, 0, PyUnicode_GET_LENGTH(topic)) + '#';
-    long long item = 0, next = -1;
-    int wrote = 0, bad = 0;
-    /* the items in order: 0 uniq, 1 keys (split), 2 "T#" + tags */
-    for (int part = 0; part < 3 && next < 0 && !bad; part++) {
+    uint32_t prefix = 0;
+    if (t != NULL)
+        prefix = 31u * hash_range(0, topic, 0, PyUnicode_GET_LENGTH(topic)) + '#';
+    long long item = 0;
+    int wrote = 0;
+    *next = -1;
+    for (int part = 0; part < 3 && *next < 0; part++) {
         PyObject *s = part == 0 ? uniq : part == 1 ? keys : tags;
         if (s == Py_None)
             continue;
@@ -618,9 +642,9 @@ static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_
                     end++;
             }
             if (end > start) {
-                if (item >= skip) {
-                    if (h.count >= index_num) {
-                        next = item;
+                if (t != NULL && item >= skip) {
+                    if (t->h.count >= t->index_num) {
+                        *next = item;
                         break;
                     }
                     uint32_t kh = prefix;
@@ -631,10 +655,8 @@ static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_
                         sv = 0;
                     if (sv < 0)
                         sv = -sv;
-                    if (index_write(view.buf, view.len, slots, base, &h, sv, phy, ts) < 0) {
-                        bad = 1;
-                        break;
-                    }
+                    if (index_write(t->buf, t->len, t->slots, t->base, &t->h, sv, phy, ts) < 0)
+                        return -1;
                     wrote = 1;
                 }
                 item++;
@@ -642,26 +664,320 @@ static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_
             start = end + 1;
         }
     }
-    if (wrote && !bad) {
-        unsigned char *b = view.buf;
-        if (view.len < INDEX_HEADER) {
-            bad = 1;
-        } else {
-            wr64(b, (uint64_t)h.begin_ts);
-            wr64(b + 8, (uint64_t)h.end_ts);
-            wr64(b + 16, (uint64_t)h.begin_phy);
-            wr64(b + 24, (uint64_t)h.end_phy);
-            wr32(b + 32, (uint32_t)h.slot_count);
-            wr32(b + 36, (uint32_t)h.count);
-        }
+    if (wrote) {
+        unsigned char *b = t->buf;
+        if (t->len < INDEX_HEADER)
+            return -1;
+        wr64(b, (uint64_t)t->h.begin_ts);
+        wr64(b + 8, (uint64_t)t->h.end_ts);
+        wr64(b + 16, (uint64_t)t->h.begin_phy);
+        wr64(b + 24, (uint64_t)t->h.end_phy);
+        wr32(b + 32, (uint32_t)t->h.slot_count);
+        wr32(b + 36, (uint32_t)t->h.count);
     }
+    return item;
+}
+
+static int check_index_args(PyObject *topic, PyObject *uniq, PyObject *keys, PyObject *tags, const char *who)
+{
+    if (!PyUnicode_Check(topic) || (uniq != Py_None && !PyUnicode_Check(uniq)) ||
+        (keys != Py_None && !PyUnicode_Check(keys)) || (tags != Py_None && !PyUnicode_Check(tags))) {
+        PyErr_Format(PyExc_TypeError, "%s: topic must be a str, the keys str or None", who);
+        return -1;
+    }
+    return 0;
+}
+
+/* hash_slot_num, index_num, entries_base and the six header values, from *a* (9 ints). */
+static int index_target_args(IndexTarget *t, PyObject *const *a)
+{
+    long long v[9];
+    for (int i = 0; i < 9; i++) {
+        v[i] = PyLong_AsLongLong(a[i]);
+        if (v[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    if (v[0] <= 0 || v[7] < 0 || v[7] > INT32_MAX || v[8] < 0 || v[8] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "index: argument out of range");
+        return -1;
+    }
+    t->slots = v[0];
+    t->index_num = v[1];
+    t->base = v[2];
+    IndexHeader h = {v[3], v[4], v[5], v[6], (int32_t)v[7], (int32_t)v[8]};
+    t->h = h;
+    return 0;
+}
+
+/*
+ * index_put_keys(buf, hash_slot_num, index_num, entries_base,
+ *                begin_ts, end_ts, begin_phy, end_phy, hash_slot_count, index_count,
+ *                topic, uniq_key, keys, tags, skip, phy_offset, store_timestamp)
+ *   -> (next, begin_ts, end_ts, begin_phy, end_phy, hash_slot_count, index_count)
+ *
+ * Indexes one message (index_walk); the first *skip* items are taken as written already.
+ */
+static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 17) {
+        PyErr_SetString(PyExc_TypeError, "index_put_keys() takes 17 positional arguments");
+        return NULL;
+    }
+    IndexTarget t;
+    if (index_target_args(&t, args + 1) < 0)
+        return NULL;
+    long long skip = PyLong_AsLongLong(args[14]), phy = PyLong_AsLongLong(args[15]);
+    long long ts = PyLong_AsLongLong(args[16]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (check_index_args(args[10], args[11], args[12], args[13], "index_put_keys") < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    t.buf = view.buf;
+    t.len = view.len;
+    long long next;
+    long long items = index_walk(&t, args[10], args[11], args[12], args[13], skip, phy, ts, &next);
     PyBuffer_Release(&view);
-    if (bad) {
+    if (items < 0) {
         PyErr_SetString(PyExc_IndexError, "index_put_keys: position outside the index file");
         return NULL;
     }
-    return Py_BuildValue("(LLLLLii)", next, (long long)h.begin_ts, (long long)h.end_ts, (long long)h.begin_phy,
-                         (long long)h.end_phy, h.slot_count, h.count);
+    return Py_BuildValue("(LLLLLii)", next, (long long)t.h.begin_ts, (long long)t.h.end_ts,
+                         (long long)t.h.begin_phy, (long long)t.h.end_phy, t.h.slot_count, t.h.count);
+}
+
+/* ---------------------------------------------------------------- one whole append */
+
+#define END_FILE_MIN_BLANK 8
+
+/* Attribute names of the store's objects that append_message reads and moves. */
+static PyObject *s_topic, *s_body, *s_properties, *s_queue_id, *s_sys_flag, *s_born_timestamp,
+    *s_reconsume_times, *s_prepared_transaction_offset, *s_tags_code, *s_mm, *s_wrote_position,
+    *s_file_from_offset, *s_store_timestamp, *s_max_physic_offset, *s_hash_slot_num, *s_index_num,
+    *s_entries_base, *s_begin_timestamp, *s_end_timestamp, *s_begin_phy_offset, *s_end_phy_offset,
+    *s_hash_slot_count, *s_index_count;
+
+static int get_ll(PyObject *obj, PyObject *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int set_ll(PyObject *obj, PyObject *name, long long value)
+{
+    PyObject *v = PyLong_FromLongLong(value);
+    if (v == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(obj, name, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/*
+ * append_message(msg, clf, cqf, cq, xf, queue_offset, store_timestamp, topic_bytes, born_host,
+ *                store_host, keys, uniq_key, tags, index_tags, body_crc, max_record)
+ *   -> None | (physical_offset, size, tags_code)
+ *
+ * A put's common case in one call (DefaultMessageStore._append_native): *msg* is a
+ * MessageExtBrokerInner, *clf* the CommitLog's last MappedFile, *cqf* the last MappedFile of
+ * ConsumeQueue *cq*, *xf* the last IndexFile or None (not indexed). When the queue is dense at
+ * *queue_offset* and all three files have room, it writes the record (TOTALSIZE last), the
+ * ConsumeQueue entry and the index entries (tags only with index_tags), and moves the files'
+ * positions: clf.wrote_position and store_timestamp, cqf.wrote_position,
+ * cq.max_physic_offset, and xf's header fields. Otherwise None, with nothing written or moved:
+ * the general path handles it. *body_crc* None computes the CRC here.
+ */
+static PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_setup(MessageFormatError) < 0)
+        return NULL;
+    if (nargs != 16) {
+        PyErr_SetString(PyExc_TypeError, "append_message() takes 16 positional arguments");
+        return NULL;
+    }
+    PyObject *msg = args[0], *clf = args[1], *cqf = args[2], *cq = args[3], *xf = args[4];
+    PyObject *keys = args[10], *uniq = args[11], *tags = args[12];
+    int indexed = xf != Py_None;
+    int index_tags = PyObject_IsTrue(args[13]);
+    if (index_tags < 0)
+        return NULL;
+    long long queue_offset = PyLong_AsLongLong(args[5]), max_record = PyLong_AsLongLong(args[15]);
+    if (PyErr_Occurred())
+        return NULL;
+    long long cl_pos, cl_from, cq_pos, cq_from, max_phys;
+    if (get_ll(clf, s_wrote_position, &cl_pos) < 0 || get_ll(clf, s_file_from_offset, &cl_from) < 0 ||
+        get_ll(cqf, s_wrote_position, &cq_pos) < 0 || get_ll(cqf, s_file_from_offset, &cq_from) < 0 ||
+        get_ll(cq, s_max_physic_offset, &max_phys) < 0)
+        return NULL;
+    long long phys = cl_from + cl_pos;
+    /* an empty ConsumeQueue file may need Java's leading filler; a gap or a repeat needs the
+       general path's checks and log lines */
+    if (cl_pos < 0 || cq_pos <= 0 || cq_from + cq_pos != queue_offset * 20 || phys < max_phys)
+        Py_RETURN_NONE;
+    IndexTarget t;
+    memset(&t, 0, sizeof(t));
+    if (indexed) {
+        long long v[6];
+        if (get_ll(xf, s_hash_slot_num, &t.slots) < 0 || get_ll(xf, s_index_num, &t.index_num) < 0 ||
+            get_ll(xf, s_entries_base, &t.base) < 0 || get_ll(xf, s_begin_timestamp, &v[0]) < 0 ||
+            get_ll(xf, s_end_timestamp, &v[1]) < 0 || get_ll(xf, s_begin_phy_offset, &v[2]) < 0 ||
+            get_ll(xf, s_end_phy_offset, &v[3]) < 0 || get_ll(xf, s_hash_slot_count, &v[4]) < 0 ||
+            get_ll(xf, s_index_count, &v[5]) < 0)
+            return NULL;
+        if (t.slots <= 0 || v[4] < 0 || v[4] > INT32_MAX || v[5] < 0 || v[5] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "append_message: index header out of range");
+            return NULL;
+        }
+        IndexHeader h = {v[0], v[1], v[2], v[3], (int32_t)v[4], (int32_t)v[5]};
+        t.h = h;
+        /* a full file is replaced even for a message without keys: the general path does that */
+        if (phys < t.h.end_phy || t.h.count >= t.index_num)
+            Py_RETURN_NONE;
+    }
+    /* the record's 15 fields, in encode_record's order */
+    static PyObject **names[10] = {&s_body, &s_properties, &s_queue_id, &s_flag, &s_sys_flag, &s_born_timestamp,
+                                   &s_reconsume_times, &s_prepared_transaction_offset, &s_topic, &s_tags_code};
+    PyObject *got[10] = {NULL};
+    PyObject *result = NULL;
+    Record r;
+    int prepared = 0;
+    Py_buffer cl, cq_view, idx;
+    cl.obj = cq_view.obj = idx.obj = NULL;
+    for (int i = 0; i < 10; i++) {
+        if ((got[i] = PyObject_GetAttr(msg, *names[i])) == NULL)
+            goto done;
+    }
+    PyObject *topic = got[8];
+    if (check_index_args(topic, uniq, keys, tags, "append_message") < 0)
+        goto done;
+    int64_t tags_code = 0;
+    if (got[9] != Py_None) {
+        if (as_i64(got[9], &tags_code) < 0)
+            goto done;
+    } else if (tags != Py_None) {
+        tags_code = (int32_t)hash_continue(0, tags);
+    }
+    PyObject *fields[15] = {args[7], got[0], got[1], got[2], got[3], args[5], Py_None /* offset: below */,
+                            got[4], got[5], args[8], args[6], args[9], got[6], got[7], args[14]};
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL)
+        goto done;
+    fields[6] = zero;
+    int rc = record_prepare(&r, fields);
+    Py_DECREF(zero);
+    if (rc < 0)
+        goto done;
+    prepared = 1;
+    PyObject *itags = index_tags ? tags : Py_None;
+    long long next;
+    if (r.total > max_record ||
+        (indexed && t.h.count + index_walk(NULL, topic, uniq, keys, itags, 0, 0, 0, &next) > t.index_num)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *cl_mm = PyObject_GetAttr(clf, s_mm), *cq_mm = PyObject_GetAttr(cqf, s_mm);
+    PyObject *x_mm = indexed ? PyObject_GetAttr(xf, s_mm) : NULL;
+    int got_buffers = cl_mm != NULL && cq_mm != NULL && (!indexed || x_mm != NULL) &&
+                      PyObject_GetBuffer(cl_mm, &cl, PyBUF_WRITABLE) == 0 &&
+                      PyObject_GetBuffer(cq_mm, &cq_view, PyBUF_WRITABLE) == 0 &&
+                      (!indexed || PyObject_GetBuffer(x_mm, &idx, PyBUF_WRITABLE) == 0);
+    Py_XDECREF(cl_mm);
+    Py_XDECREF(cq_mm);
+    Py_XDECREF(x_mm);
+    if (!got_buffers)
+        goto done;
+    if (cl_pos + r.total + END_FILE_MIN_BLANK > cl.len || cq_pos + 20 > cq_view.len) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    r.commit_log_offset = phys;
+    record_write((unsigned char *)cl.buf + cl_pos, &r);
+    unsigned char *e = (unsigned char *)cq_view.buf + cq_pos;
+    wr64(e, (uint64_t)phys);
+    wr32(e + 8, (uint32_t)r.total);
+    wr64(e + 12, (uint64_t)tags_code);
+    if (indexed) {
+        t.buf = idx.buf;
+        t.len = idx.len;
+        if (index_walk(&t, topic, uniq, keys, itags, 0, phys, r.store_ts, &next) < 0) {
+            PyErr_SetString(PyExc_IndexError, "append_message: position outside the index file");
+            goto done;
+        }
+    }
+    /* the bytes are in: move the positions (small ints; these only fail on memory errors) */
+    if (set_ll(clf, s_wrote_position, cl_pos + r.total) < 0 || set_ll(clf, s_store_timestamp, r.store_ts) < 0 ||
+        set_ll(cqf, s_wrote_position, cq_pos + 20) < 0 || set_ll(cq, s_max_physic_offset, phys + r.total) < 0)
+        goto done;
+    if (indexed && (set_ll(xf, s_begin_timestamp, t.h.begin_ts) < 0 || set_ll(xf, s_end_timestamp, t.h.end_ts) < 0 ||
+                    set_ll(xf, s_begin_phy_offset, t.h.begin_phy) < 0 || set_ll(xf, s_end_phy_offset, t.h.end_phy) < 0 ||
+                    set_ll(xf, s_hash_slot_count, t.h.slot_count) < 0 || set_ll(xf, s_index_count, t.h.count) < 0))
+        goto done;
+    result = Py_BuildValue("(LnL)", phys, r.total, (long long)tags_code);
+done:
+    if (prepared)
+        record_release(&r);
+    for (int i = 0; i < 10; i++)
+        Py_XDECREF(got[i]);
+    if (cl.obj != NULL)
+        PyBuffer_Release(&cl);
+    if (cq_view.obj != NULL)
+        PyBuffer_Release(&cq_view);
+    if (idx.obj != NULL)
+        PyBuffer_Release(&idx);
+    return result;
+}
+
+/* ---------------------------------------------------------------- page warming */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/*
+ * populate(buf, start, end) -> 0 | errno
+ * Faults in the pages of a writable mapping between start and end as a write would, without
+ * writing (Linux MADV_POPULATE_WRITE), with the GIL released: a thread of its own takes the
+ * page faults the appending thread would otherwise take. EINVAL: the kernel lacks it.
+ */
+static PyObject *populate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "populate(buf, start, end)");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (start < 0)
+        start = 0;
+    if (end > view.len)
+        end = view.len;
+    int err = 0;
+    if (page > 0 && end > start) {
+        uintptr_t base = (uintptr_t)view.buf;
+        uintptr_t from = (base + (uintptr_t)start) & ~((uintptr_t)page - 1);
+        uintptr_t to = base + (uintptr_t)end;
+        if (from < base)
+            from += (uintptr_t)page; /* never below the mapping */
+        if (to > from) {
+            Py_BEGIN_ALLOW_THREADS
+            if (madvise((void *)from, to - from, MADV_POPULATE_WRITE) != 0)
+                err = errno;
+            Py_END_ALLOW_THREADS
+        }
+    }
+    PyBuffer_Release(&view);
+    return PyLong_FromLong(err);
 }
 
 /* ---------------------------------------------------------------- ROCKETMQ binary header */
@@ -928,6 +1244,10 @@ static PyMethodDef methods[] = {
      "Structural check of a CommitLog record (recovery)."},
     {"index_put_keys", (PyCFunction)(void (*)(void))index_put_keys, METH_FASTCALL,
      "IndexFile entries for one message's keys."},
+    {"populate", (PyCFunction)(void (*)(void))populate, METH_FASTCALL,
+     "Fault in a writable mapping's pages ahead of use, without the GIL (MADV_POPULATE_WRITE)."},
+    {"append_message", (PyCFunction)(void (*)(void))append_message, METH_FASTCALL,
+     "One message's CommitLog record, ConsumeQueue entry and index entries, when all fit."},
     {"encode_rocketmq_header", encode_rocketmq_header, METH_O, "The ROCKETMQ binary header of a RemotingCommand."},
     {"decode_rocketmq_header", (PyCFunction)(void (*)(void))decode_rocketmq_header, METH_FASTCALL,
      "A ROCKETMQ binary header as a RemotingCommand."},
@@ -945,6 +1265,15 @@ PyMODINIT_FUNC PyInit__speedups(void)
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_code, "code"}, {&s_language, "language"}, {&s_version, "version"}, {&s_opaque, "opaque"},
         {&s_flag, "flag"}, {&s_remark, "remark"}, {&s_ext_fields, "ext_fields"},
+        {&s_topic, "topic"}, {&s_body, "body"}, {&s_properties, "properties"}, {&s_queue_id, "queue_id"},
+        {&s_sys_flag, "sys_flag"}, {&s_born_timestamp, "born_timestamp"}, {&s_reconsume_times, "reconsume_times"},
+        {&s_prepared_transaction_offset, "prepared_transaction_offset"}, {&s_tags_code, "tags_code"},
+        {&s_mm, "mm"}, {&s_wrote_position, "wrote_position"}, {&s_file_from_offset, "file_from_offset"},
+        {&s_store_timestamp, "store_timestamp"}, {&s_max_physic_offset, "max_physic_offset"},
+        {&s_hash_slot_num, "hash_slot_num"}, {&s_index_num, "index_num"}, {&s_entries_base, "_entries_base"},
+        {&s_begin_timestamp, "begin_timestamp"}, {&s_end_timestamp, "end_timestamp"},
+        {&s_begin_phy_offset, "begin_phy_offset"}, {&s_end_phy_offset, "end_phy_offset"},
+        {&s_hash_slot_count, "hash_slot_count"}, {&s_index_count, "index_count"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)

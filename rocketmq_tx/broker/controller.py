@@ -45,6 +45,8 @@ class BrokerController:
     def __init__(self, settings: BrokerSettings, reactor: Any, store: DefaultMessageStore | None = None) -> None:
         self.settings = settings
         self.reactor = reactor
+        #: SYNC_FLUSH puts waiting for their group commit, by its future
+        self._flush_waiters: dict[Any, list[tuple[PutMessageResult, Deferred]]] = {}
         if not settings["brokerIP1"]:
             settings["brokerIP1"] = local_address()
         if not settings["brokerIP2"]:
@@ -128,20 +130,27 @@ class BrokerController:
             return result
         result.flush_future = None
         d: Deferred = Deferred()
+        # The puts of one group commit share its future: one hop to the reactor per commit
+        # completes all of them.
+        waiters = self._flush_waiters.get(future)
+        if waiters is None:
+            waiters = self._flush_waiters[future] = []
+            future.add_done_callback(self._flushed)
+        waiters.append((result, d))
+        return d
 
-        def done(f: Any) -> None:
-            try:
-                status = f.result()
-            except Exception:  # the flush thread failed: report it like a timeout
-                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-            self.reactor.callFromThread(_fire, status)
+    def _flushed(self, future: Any) -> None:
+        """In the flush thread (or at once, for a done future): back to the reactor."""
+        self.reactor.callFromThread(self._fire_flushed, future)
 
-        def _fire(status: PutMessageStatus) -> None:
+    def _fire_flushed(self, future: Any) -> None:
+        try:
+            status = future.result()
+        except Exception:  # the flush thread failed: report it like a timeout
+            status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        for result, d in self._flush_waiters.pop(future, ()):
             result.status = status
             d.callback(result)
-
-        future.add_done_callback(done)
-        return d
 
     def _message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int) -> None:
         # Runs under the store's put lock: record only, wake the parked pulls next turn.

@@ -20,7 +20,7 @@ import os
 from types import ModuleType
 from typing import Optional
 
-__all__ = ["speedups", "ACCELERATED"]
+__all__ = ["speedups", "ACCELERATED", "body_crc"]
 
 speedups: Optional[ModuleType] = None
 
@@ -36,3 +36,10 @@ if not os.environ.get("ROCKETMQ_TX_PURE"):
 
 #: Whether the C accelerator is in use.
 ACCELERATED: bool = speedups is not None
+
+# CRC-32 of message bodies (the CommitLog's BODYCRC): ISA-L's folding implementation is about
+# 4x zlib's on 1 KiB bodies, a tenth of a put's cost. Same polynomial, same values.
+try:
+    from isal.isal_zlib import crc32 as body_crc
+except ImportError:  # pragma: no cover - isal is a dependency; zlib gives the same values
+    from zlib import crc32 as body_crc

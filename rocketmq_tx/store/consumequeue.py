@@ -28,6 +28,9 @@ _unpack_from = CQ_ENTRY.unpack_from
 
 
 class ConsumeQueue:
+    __slots__ = ("topic", "queue_id", "store_path", "mapped_file_size", "mapped_file_queue", "max_physic_offset",
+                 "min_logic_offset")
+
     def __init__(self, topic: str, queue_id: int, root: str, mapped_file_size: int) -> None:
         self.topic = topic
         self.queue_id = queue_id

@@ -3,21 +3,23 @@
 Flushing without a scheduler of its own.
 
 * :class:`GroupCommitService` (SYNC_FLUSH, Java ``GroupCommitService``): each acknowledged put
-  registers the CommitLog offset it needs on disk and gets a
-  :class:`concurrent.futures.Future`; one :meth:`GroupCommitService.commit` call does a single
-  flush and completes every request it covered. Requests still uncovered after
-  ``syncFlushTimeout`` complete as FLUSH_DISK_TIMEOUT.
+  registers the CommitLog offset it needs on disk and gets the future of the batch it joins
+  (:class:`GroupCommitRequest`); one
+  :meth:`GroupCommitService.commit` call takes the batch, does a single flush and completes it.
+  A batch still not on disk ``syncFlushTimeout`` after its first put completes as
+  FLUSH_DISK_TIMEOUT.
 * :class:`FlushRealTimeService` (ASYNC_FLUSH, Java ``FlushRealTimeService``): a ``run_once``
   the broker calls every ``flushIntervalCommitLog`` ms.
 * :class:`StoreDriver`: a small stdlib-threading driver running all of the store's periodic
-  work, for standalone use and tests. The Twisted broker drives the same methods itself.
+  work (and the CommitLog's :class:`~rocketmq_tx.store.mappedfile.PageWarmer`), used by the
+  broker and for standalone use and tests.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Callable
 
 from rocketmq_tx.store.status import PutMessageStatus
@@ -31,12 +33,73 @@ log = logging.getLogger("rocketmq_tx.store")
 
 
 class GroupCommitRequest:
-    __slots__ = ("next_offset", "deadline", "future")
+    """
+    The puts waiting for one group commit, and their shared future. One commit covers them
+    all (it flushes everything written when it takes the batch), so one completion answers
+    every waiter, and a put costs no future of its own.
+
+    It answers the part of :class:`concurrent.futures.Future` the store and the broker use
+    (:meth:`result`, :meth:`done`, :meth:`add_done_callback`), with less machinery: a
+    waiting thread blocks on a lock of its own that the completion releases, instead of a
+    shared condition that 64 woken writers would then queue for one by one.
+
+    :ivar next_offset: the highest CommitLog offset a put of the batch needs on disk.
+    :ivar deadline: ``syncFlushTimeout`` after the batch's first put.
+    :ivar count: puts in the batch.
+    """
+
+    __slots__ = ("next_offset", "deadline", "count", "_status", "_waiters", "_callbacks")
+
+    _callbacks_lock = threading.Lock()
 
     def __init__(self, next_offset: int, deadline: float) -> None:
         self.next_offset = next_offset
         self.deadline = deadline
-        self.future: Future[PutMessageStatus] = Future()
+        self.count = 1
+        self._status: PutMessageStatus | None = None
+        self._waiters: list = []
+        self._callbacks: list[Callable[["GroupCommitRequest"], object]] = []
+
+    def done(self) -> bool:
+        return self._status is not None
+
+    def result(self, timeout: float | None = None) -> PutMessageStatus:
+        """The batch's status; raises ``concurrent.futures.TimeoutError`` after *timeout*."""
+        status = self._status
+        if status is not None:
+            return status
+        waiter = threading.Lock()
+        waiter.acquire()
+        # Registered before the second look: set_result writes the status before it releases
+        # the waiters, so either this look sees the status or the release reaches the waiter.
+        self._waiters.append(waiter)
+        if self._status is None and not waiter.acquire(timeout=-1 if timeout is None else timeout):
+            if self._status is None:
+                raise FutureTimeout()
+        status = self._status
+        assert status is not None
+        return status
+
+    def add_done_callback(self, fn: Callable[["GroupCommitRequest"], object]) -> None:
+        """Call *fn(self)* once done: from the completing thread, or at once if done already."""
+        with self._callbacks_lock:
+            if self._status is None:
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def set_result(self, status: PutMessageStatus) -> None:
+        with self._callbacks_lock:
+            self._status = status
+            callbacks, self._callbacks = self._callbacks, []
+        waiters = self._waiters
+        while waiters:
+            waiters.pop().release()
+        for fn in callbacks:
+            try:
+                fn(self)
+            except Exception:
+                log.exception("group commit callback %r failed", fn)
 
 
 class GroupCommitService:
@@ -50,39 +113,51 @@ class GroupCommitService:
         self._flush = flush
         self._now = now
         self.timeout = timeout_ms / 1000.0
-        self._cond = threading.Condition()
-        self._requests: list[GroupCommitRequest] = []
+        self._cond = threading.Condition(threading.Lock())
+        #: the batch new puts join; a commit takes it
+        self._batch: GroupCommitRequest | None = None
+        #: batches a commit took but could not complete (a failed flush), oldest first
+        self._waiting: list[GroupCommitRequest] = []
         #: set by a driver thread that calls :meth:`commit` in a loop
         self.has_driver = False
         self.commits = 0
 
-    def put_request(self, next_offset: int) -> "Future[PutMessageStatus]":
-        req = GroupCommitRequest(next_offset, self._now() + self.timeout)
+    def put_request(self, next_offset: int) -> GroupCommitRequest:
+        """Wait for *next_offset* to be on disk: the future of the batch the put joins."""
         with self._cond:
-            self._requests.append(req)
-            self._cond.notify()
-        return req.future
+            batch = self._batch
+            if batch is None:
+                batch = self._batch = GroupCommitRequest(next_offset, self._now() + self.timeout)
+                self._cond.notify()
+            else:
+                if next_offset > batch.next_offset:
+                    batch.next_offset = next_offset
+                batch.count += 1
+            return batch
 
     def pending(self) -> int:
         with self._cond:
-            return len(self._requests)
+            return sum(b.count for b in self._waiting) + (self._batch.count if self._batch else 0)
 
     def wait_for_requests(self, timeout: float) -> bool:
         with self._cond:
-            if not self._requests:
+            if self._batch is None:
                 self._cond.wait(timeout)
-            return bool(self._requests)
+            return self._batch is not None or bool(self._waiting)
 
     def wakeup(self) -> None:
         with self._cond:
             self._cond.notify_all()
 
     def commit(self) -> int:
-        """One flush for every pending request; return how many completed."""
+        """One flush for every pending put; return how many completed."""
         with self._cond:
-            requests = self._requests
-            self._requests = []
-        if not requests:
+            batches = self._waiting
+            if self._batch is not None:
+                batches.append(self._batch)
+            self._batch = None
+            self._waiting = []
+        if not batches:
             return 0
         try:
             flushed = self._flush()
@@ -93,26 +168,30 @@ class GroupCommitService:
         now = self._now()
         remaining = []
         done = 0
-        for req in requests:
-            if flushed >= req.next_offset:
-                req.future.set_result(PutMessageStatus.PUT_OK)
-                done += 1
-            elif now >= req.deadline:
-                log.error("sync flush of offset %d timed out", req.next_offset)
-                req.future.set_result(PutMessageStatus.FLUSH_DISK_TIMEOUT)
-                done += 1
+        for batch in batches:
+            if flushed >= batch.next_offset:
+                batch.set_result(PutMessageStatus.PUT_OK)
+                done += batch.count
+            elif now >= batch.deadline:
+                log.error("sync flush of offset %d timed out (%d puts)", batch.next_offset, batch.count)
+                batch.set_result(PutMessageStatus.FLUSH_DISK_TIMEOUT)
+                done += batch.count
             else:
-                remaining.append(req)
+                remaining.append(batch)
         if remaining:
             with self._cond:
-                self._requests = remaining + self._requests
+                self._waiting = remaining + self._waiting
         return done
 
     def fail_all(self, status: PutMessageStatus = PutMessageStatus.FLUSH_DISK_TIMEOUT) -> None:
         with self._cond:
-            requests, self._requests = self._requests, []
-        for req in requests:
-            req.future.set_result(status)
+            batches = self._waiting
+            if self._batch is not None:
+                batches.append(self._batch)
+            self._batch = None
+            self._waiting = []
+        for batch in batches:
+            batch.set_result(status)
 
 
 class FlushRealTimeService:
@@ -155,6 +234,8 @@ class StoreDriver:
                                                            store.flush_commit_log_service.run_once))
         self._spawn("flush-cq", self._periodic(store.config.flush_interval_consume_queue / 1000.0,
                                                store.flush_consume_queue))
+        if store.page_warmer.enabled:
+            self._spawn("warm", self._warm_loop)
         if self.clean:
             self._spawn("clean", self._periodic(store.config.clean_resource_interval / 1000.0,
                                                 store.delete_expired))
@@ -174,6 +255,15 @@ class StoreDriver:
             except Exception:
                 log.exception("group commit failed")
 
+    def _warm_loop(self) -> None:
+        warmer = self.store.page_warmer
+        while not self._stop.is_set():
+            try:
+                warmer.run_once(0.5)
+            except Exception:
+                log.exception("page warming failed")
+                return
+
     def _periodic(self, interval: float, fn: Callable[[float], object]) -> Callable[[], None]:
         def loop() -> None:
             while not self._stop.wait(interval):
@@ -185,6 +275,7 @@ class StoreDriver:
 
     def stop(self) -> None:
         self._stop.set()
+        self.store.page_warmer.wakeup()
         gc = self.store.group_commit_service
         if gc is not None:
             gc.wakeup()

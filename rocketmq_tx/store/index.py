@@ -114,6 +114,10 @@ def build_key(topic: str, key: str) -> str:
 
 
 class IndexFile:
+    __slots__ = ("path", "hash_slot_num", "index_num", "file_size", "mapped_file", "mm", "begin_timestamp",
+                 "end_timestamp", "begin_phy_offset", "end_phy_offset", "hash_slot_count", "index_count",
+                 "_entries_base")
+
     def __init__(self, path: str, hash_slot_num: int, index_num: int, end_phy_offset: int = 0,
                  end_timestamp: int = 0, *, create: bool = True) -> None:
         self.hash_slot_num = hash_slot_num

@@ -10,11 +10,13 @@ response codes.
 from __future__ import annotations
 
 import enum
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from rocketmq_tx.common.msgid import create_offset_msg_id
+
+if TYPE_CHECKING:
+    from rocketmq_tx.store.flush import GroupCommitRequest
 
 __all__ = [
     "PutMessageStatus",
@@ -116,12 +118,13 @@ class PutMessageResult:
 
     With SYNC_FLUSH and ``wait_store_msg_ok``, :attr:`status` is final once returned by
     :meth:`DefaultMessageStore.put_message`. :meth:`DefaultMessageStore.async_put_message`
-    instead returns a result whose :attr:`flush_future` resolves to the final status.
+    instead returns a result whose :attr:`flush_future` (the future of its group commit,
+    shared with the other puts of the batch) resolves to the final status.
     """
 
     status: PutMessageStatus
     append_result: Optional[AppendMessageResult] = None
-    flush_future: Optional["Future[PutMessageStatus]"] = field(default=None, repr=False)
+    flush_future: Optional["GroupCommitRequest"] = field(default=None, repr=False)
 
     def is_ok(self) -> bool:
         return self.append_result is not None and self.append_result.is_ok() and \

@@ -24,6 +24,7 @@ from typing import Callable, Optional, Protocol
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageConst, MessageExt, properties_to_string
 from rocketmq_tx.common.messagecodec import decode_message, java_string_hash, pack_host
+from rocketmq_tx.common.native import body_crc, speedups
 from rocketmq_tx.common.sysflag import MessageSysFlag
 from rocketmq_tx.store.checkpoint import StoreCheckpoint
 from rocketmq_tx.store.commitlog import (
@@ -44,6 +45,7 @@ from rocketmq_tx.store.consumequeue import FILLER_SIZE, ConsumeQueue
 from rocketmq_tx.store.flush import FlushRealTimeService, GroupCommitService
 from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rocketmq_tx.store.index import IndexService
+from rocketmq_tx.store.mappedfile import PageWarmer
 from rocketmq_tx.store.status import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -154,6 +156,11 @@ class DefaultMessageStore:
         self.message_arriving_listener: Optional[Callable[[str, int, int, int], None]] = None
         self._last_physical_min_offset = 0
         self._manual_delete = 0
+        #: the one-call append of the C accelerator (None: every put takes the general path)
+        self.append_message_native = speedups.append_message if speedups else None
+        self._max_record = config.max_message_size + 64 * 1024
+        #: faults in CommitLog pages ahead of the appends, when a driver thread runs it
+        self.page_warmer = PageWarmer()
 
     def now_ms(self) -> int:
         return int(self.now() * 1000)
@@ -498,7 +505,7 @@ class DefaultMessageStore:
         record is on disk (or ``syncFlushTimeout`` passes).
         """
         result = self.async_put_message(msg)
-        return self._wait_flush(result)
+        return result if result.flush_future is None else self._wait_flush(result)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """Append a batch (one record per inner message, consecutive queue offsets)."""
@@ -526,8 +533,9 @@ class DefaultMessageStore:
         Append one message without waiting for the disk: with SYNC_FLUSH the result carries a
         ``flush_future`` resolving to PUT_OK or FLUSH_DISK_TIMEOUT.
         """
-        bad = self._check_store_status()
-        if bad is not None:
+        if self.shutdown_flag or not self.writeable or self.config.broker_role is BrokerRole.SLAVE:
+            bad = self._check_store_status()
+            assert bad is not None
             return PutMessageResult(bad)
         topic_bytes = msg.topic.encode()
         if len(topic_bytes) > _MAX_TOPIC or not topic_bytes:
@@ -541,7 +549,8 @@ class DefaultMessageStore:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED))
         tx = msg.sys_flag & _TX_MASK
-        if self.config.handle_schedule_message and (tx == _NOT_TYPE or tx == _COMMIT):
+        if b"DELAY\x01" in msg.properties and self.config.handle_schedule_message \
+                and (tx == _NOT_TYPE or tx == _COMMIT):
             self._schedule_rewrite(msg)
             if len(msg.properties) > _MAX_PROPS:
                 return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
@@ -563,18 +572,14 @@ class DefaultMessageStore:
             key = f"{topic}-{msg.queue_id}"
             counts = tx == _NOT_TYPE or tx == _COMMIT
             queue_offset = self.topic_queue_table.get(key, 0) if counts else 0
+            placed = None
             try:
-                if counts:
-                    cq = self.find_consume_queue(topic, msg.queue_id)
-                    assert cq is not None
-                    cq.ensure_writable(queue_offset)
-                record = encode_inner(msg, queue_offset=queue_offset, phys=0, store_timestamp=store_ts,
-                                      store_host=store_host_bytes, properties=msg.properties)
-                size = len(record)
-                if size > self.config.max_message_size + 64 * 1024:
-                    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
-                                            AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED))
-                f, phys = self.commit_log.reserve(size)
+                if counts and self.append_message_native is not None and topic != RMQ_SYS_SCHEDULE_TOPIC:
+                    placed = self._append_native(msg, topic, topic_bytes, key, queue_offset, store_ts,
+                                                 store_host_bytes, keys, uniq, tags)
+                if placed is None:
+                    placed = self._append_general(msg, topic, key, counts, queue_offset, store_ts, store_host_bytes,
+                                                  pm, keys, uniq, tags)
             except OSError as e:
                 log.error("put message: cannot create a mapped file: %s", e)
                 return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
@@ -582,26 +587,88 @@ class DefaultMessageStore:
             except MessageFormatError as e:
                 log.warning("put message: %s", e)
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-            f.append_record(record, phys)
-            f.store_timestamp = store_ts
-            if counts:
-                self.topic_queue_table[key] = queue_offset + 1
-            tags_code = msg.tags_code
-            if topic == RMQ_SYS_SCHEDULE_TOPIC:
-                level = pm.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL) if pm is not None \
-                    else get_property(msg.properties, b"DELAY\x01")
-                tags_code = tags_code_of(topic, {MessageConst.PROPERTY_DELAY_TIME_LEVEL: level,
-                                                 MessageConst.PROPERTY_TAGS: tags} if level else
-                                         {MessageConst.PROPERTY_TAGS: tags} if tags else {},
-                                         store_ts, self.delay_levels)
-            elif tags_code is None:
-                tags_code = _tags_hash(tags) if tags else 0
-            self._dispatch_fields(topic, msg.queue_id, phys, size, tags_code, store_ts, queue_offset, keys, uniq,
-                                  msg.sys_flag, tags)
-        append = AppendMessageResult(AppendMessageStatus.PUT_OK, phys, size, None, store_ts, queue_offset, 1,
-                                     store_host=store_host)
-        return self._handle_flush(PutMessageResult(PutMessageStatus.PUT_OK, append),
-                                  phys + size, msg.wait_store_msg_ok)
+        if placed.__class__ is PutMessageResult:
+            return placed
+        phys, size = placed
+        result = PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
+            AppendMessageStatus.PUT_OK, phys, size, None, store_ts, queue_offset, 1, 0.0, store_host))
+        if self.group_commit_service is None:
+            return result
+        return self._handle_flush(result, phys + size, msg.wait_store_msg_ok)
+
+    def _append_native(self, msg: MessageExtBrokerInner, topic: str, topic_bytes: bytes, key: str,
+                       queue_offset: int, store_ts: int, store_host_bytes: bytes, keys: str,
+                       uniq: Optional[str], tags: Optional[str]) -> Optional[tuple[int, int]]:
+        """
+        The common case of a put in one C call: record, ConsumeQueue entry and index entries
+        when the current CommitLog, ConsumeQueue and index files all have room and the queue
+        is dense. ``None`` (nothing written) sends the put down :meth:`_append_general`, which
+        rolls files over and handles every other case; the bytes are the same either way.
+        """
+        files = self.commit_log.mapped_file_queue.files
+        queues = self.consume_queue_table.get(topic)
+        cq = queues.get(msg.queue_id) if queues is not None else None
+        if not files or cq is None:
+            return None
+        cq_files = cq.mapped_file_queue.files
+        if not cq_files:
+            return None
+        if self.config.message_index_enable:
+            index_files = self.index_service.files
+            if not index_files:
+                return None
+            xf = index_files[-1]
+        else:
+            xf = None
+        clf = files[-1]
+        placed = self.append_message_native(
+            msg, clf, cq_files[-1], cq, xf, queue_offset, store_ts, topic_bytes, pack_host(*msg.born_host),
+            store_host_bytes, keys, uniq, tags, self.index_service.index_tags, body_crc(msg.body) & 0x7FFFFFFF,
+            self._max_record)
+        if placed is None:
+            return None
+        phys, size, tags_code = placed
+        if phys + size > self.page_warmer.mark:
+            self.page_warmer.note_append(clf, clf.wrote_position)
+        self.topic_queue_table[key] = queue_offset + 1
+        self.last_dispatch_timestamp = store_ts
+        listener = self.message_arriving_listener
+        if listener is not None:
+            listener(topic, msg.queue_id, queue_offset + 1, tags_code)
+        return phys, size
+
+    def _append_general(self, msg: MessageExtBrokerInner, topic: str, key: str, counts: bool, queue_offset: int,
+                        store_ts: int, store_host_bytes: bytes, pm: Optional[dict], keys: str,
+                        uniq: Optional[str], tags: Optional[str]):
+        """Any put: ``(phys, size)``, or the error result. Raises OSError and MessageFormatError."""
+        if counts:
+            cq = self.find_consume_queue(topic, msg.queue_id)
+            assert cq is not None
+            cq.ensure_writable(queue_offset)
+        record = encode_inner(msg, queue_offset=queue_offset, phys=0, store_timestamp=store_ts,
+                              store_host=store_host_bytes, properties=msg.properties)
+        size = len(record)
+        if size > self.config.max_message_size + 64 * 1024:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                    AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED))
+        f, phys = self.commit_log.reserve(size)
+        f.append_record(record, phys)
+        f.store_timestamp = store_ts
+        if counts:
+            self.topic_queue_table[key] = queue_offset + 1
+        tags_code = msg.tags_code
+        if topic == RMQ_SYS_SCHEDULE_TOPIC:
+            level = pm.get(MessageConst.PROPERTY_DELAY_TIME_LEVEL) if pm is not None \
+                else get_property(msg.properties, b"DELAY\x01")
+            tags_code = tags_code_of(topic, {MessageConst.PROPERTY_DELAY_TIME_LEVEL: level,
+                                             MessageConst.PROPERTY_TAGS: tags} if level else
+                                     {MessageConst.PROPERTY_TAGS: tags} if tags else {},
+                                     store_ts, self.delay_levels)
+        elif tags_code is None:
+            tags_code = _tags_hash(tags) if tags else 0
+        self._dispatch_fields(topic, msg.queue_id, phys, size, tags_code, store_ts, queue_offset, keys, uniq,
+                              msg.sys_flag, tags)
+        return phys, size
 
     def async_put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         bad = self._check_store_status()

@@ -146,8 +146,9 @@ class DeliveryTests(ScheduleTestBase):
         self.assertEqual(self.service.deliver_due(self.at(1)), 0)
         cq = self.store.find_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, 17, create=False)
         calls = []
-        original = cq.get_index_buffer
-        cq.get_index_buffer = lambda i: calls.append(i) or original(i)
+        original = type(cq).get_index_buffer
+        self.patch(type(cq), "get_index_buffer",
+                   lambda q, i: (calls.append(i) if q is cq else None) or original(q, i))
         for s in range(2, 50):
             self.assertEqual(self.service.deliver_due(self.at(s)), 0)
         self.assertEqual(calls, [])

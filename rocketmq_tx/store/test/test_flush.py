@@ -7,7 +7,9 @@ import threading
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.store import FlushDiskType, PutMessageStatus, StoreDriver
-from rocketmq_tx.store.flush import FlushRealTimeService, GroupCommitService
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from rocketmq_tx.store.flush import FlushRealTimeService, GroupCommitRequest, GroupCommitService
 from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
 
 
@@ -16,22 +18,62 @@ class GroupCommitTests(SynchronousTestCase):
         flushed = [0]
         calls = []
 
+        flushed[0] = 300
+
         def flush() -> int:
             calls.append(1)
-            flushed[0] = 300
-            return 300
+            return flushed[0]
 
         clock = Clock()
         gc = GroupCommitService(flush, clock, 5000)
         futures = [gc.put_request(o) for o in (100, 200, 300)]
-        late = gc.put_request(400)
+        self.assertEqual(gc.pending(), 3)
         self.assertEqual(gc.commit(), 3)
         self.assertEqual(len(calls), 1)
         self.assertEqual([f.result(0) for f in futures], [PutMessageStatus.PUT_OK] * 3)
+        # a batch completes only when its highest offset is on disk
+        late = gc.put_request(400)
+        self.assertIsNot(late, futures[0])
+        self.assertEqual(gc.commit(), 0)
         self.assertFalse(late.done())
-        clock.advance(5)
-        gc.commit()
+        self.assertEqual(gc.pending(), 1)
+        clock.advance(4.9)
+        newer = gc.put_request(350)
+        clock.advance(0.1)
+        flushed[0] = 350
+        self.assertEqual(gc.commit(), 2)
         self.assertEqual(late.result(0), PutMessageStatus.FLUSH_DISK_TIMEOUT)
+        self.assertEqual(newer.result(0), PutMessageStatus.PUT_OK)
+
+    def test_batch_future(self) -> None:
+        """The shared future: waiters in many threads, callbacks before and after completion."""
+        req = GroupCommitRequest(10, 0.0)
+        self.assertFalse(req.done())
+        self.assertRaises(FutureTimeout, req.result, 0.01)
+        seen = []
+        req.add_done_callback(lambda r: seen.append(("early", r.result(0))))
+        req.add_done_callback(lambda r: 1 / 0)  # logged, and the others still run
+        req.add_done_callback(lambda r: seen.append(("second", r.result(0))))
+        results = []
+        started = threading.Barrier(9)
+
+        def wait() -> None:
+            started.wait()
+            results.append(req.result(10))
+        threads = [threading.Thread(target=wait) for _ in range(8)]
+        for t in threads:
+            t.start()
+        started.wait()
+        with self.assertLogs("rocketmq_tx.store", "ERROR") as logged:
+            req.set_result(PutMessageStatus.PUT_OK)
+        self.assertIn("ZeroDivisionError", logged.output[0])
+        for t in threads:
+            t.join(10)
+        self.assertEqual(results, [PutMessageStatus.PUT_OK] * 8)
+        self.assertEqual(seen, [("early", PutMessageStatus.PUT_OK), ("second", PutMessageStatus.PUT_OK)])
+        req.add_done_callback(lambda r: seen.append(("late", r.result())))
+        self.assertEqual(seen[-1], ("late", PutMessageStatus.PUT_OK))
+        self.assertTrue(req.done())
 
     def test_flush_failure_times_out(self) -> None:
         def flush() -> int:
