@@ -784,7 +784,7 @@ static int set_ll(PyObject *obj, PyObject *name, long long value)
  *                store_host, keys, uniq_key, tags, index_tags, body_crc, max_record)
  *   -> None | (physical_offset, size, tags_code)
  *
- * A put's common case in one call (DefaultMessageStore._append_native): *msg* is a
+ * A put's common case in one call (DefaultMessageStore.async_put_message): *msg* is a
  * MessageExtBrokerInner, *clf* the CommitLog's last MappedFile, *cqf* the last MappedFile of
  * ConsumeQueue *cq*, *xf* the last IndexFile or None (not indexed). When the queue is dense at
  * *queue_offset* and all three files have room, it writes the record (TOTALSIZE last), the

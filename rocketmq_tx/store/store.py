@@ -568,15 +568,42 @@ class DefaultMessageStore:
         store_host_bytes = self._store_host_bytes if msg.store_host is None else pack_host(*msg.store_host)
         topic = msg.topic
         with self.put_lock:
-            store_ts = self.now_ms()
+            store_ts = int(self.now() * 1000)
             key = f"{topic}-{msg.queue_id}"
             counts = tx == _NOT_TYPE or tx == _COMMIT
             queue_offset = self.topic_queue_table.get(key, 0) if counts else 0
             placed = None
             try:
-                if counts and self.append_message_native is not None and topic != RMQ_SYS_SCHEDULE_TOPIC:
-                    placed = self._append_native(msg, topic, topic_bytes, key, queue_offset, store_ts,
-                                                 store_host_bytes, keys, uniq, tags)
+                native = self.append_message_native
+                if counts and native is not None and topic != RMQ_SYS_SCHEDULE_TOPIC:
+                    # The common case in one C call (inline: this runs for every message). It
+                    # writes the record, the ConsumeQueue entry and the index entries and moves
+                    # the positions when the current CommitLog, ConsumeQueue and index files all
+                    # have room and the queue is dense; None, with nothing written, sends the
+                    # put down _append_general, which rolls files over and handles every other
+                    # case. The bytes are the same either way (test_native_append.py).
+                    files = self.commit_log.mapped_file_queue.files
+                    queues = self.consume_queue_table.get(topic)
+                    cq = queues.get(msg.queue_id) if queues is not None else None
+                    if files and cq is not None and cq.mapped_file_queue.files:
+                        index_files = self.index_service.files if self.config.message_index_enable else None
+                        if index_files is None or index_files:
+                            clf = files[-1]
+                            placed = native(
+                                msg, clf, cq.mapped_file_queue.files[-1], cq,
+                                index_files[-1] if index_files else None, queue_offset, store_ts, topic_bytes,
+                                pack_host(*msg.born_host), store_host_bytes, keys, uniq, tags, self.index_service.index_tags,
+                                body_crc(msg.body) & 0x7FFFFFFF, self._max_record)
+                            if placed is not None:
+                                phys, size, tags_code = placed
+                                placed = phys, size
+                                if phys + size > self.page_warmer.mark:
+                                    self.page_warmer.note_append(clf, clf.wrote_position)
+                                self.topic_queue_table[key] = queue_offset + 1
+                                self.last_dispatch_timestamp = store_ts
+                                listener = self.message_arriving_listener
+                                if listener is not None:
+                                    listener(topic, msg.queue_id, queue_offset + 1, tags_code)
                 if placed is None:
                     placed = self._append_general(msg, topic, key, counts, queue_offset, store_ts, store_host_bytes,
                                                   pm, keys, uniq, tags)
@@ -595,47 +622,6 @@ class DefaultMessageStore:
         if self.group_commit_service is None:
             return result
         return self._handle_flush(result, phys + size, msg.wait_store_msg_ok)
-
-    def _append_native(self, msg: MessageExtBrokerInner, topic: str, topic_bytes: bytes, key: str,
-                       queue_offset: int, store_ts: int, store_host_bytes: bytes, keys: str,
-                       uniq: Optional[str], tags: Optional[str]) -> Optional[tuple[int, int]]:
-        """
-        The common case of a put in one C call: record, ConsumeQueue entry and index entries
-        when the current CommitLog, ConsumeQueue and index files all have room and the queue
-        is dense. ``None`` (nothing written) sends the put down :meth:`_append_general`, which
-        rolls files over and handles every other case; the bytes are the same either way.
-        """
-        files = self.commit_log.mapped_file_queue.files
-        queues = self.consume_queue_table.get(topic)
-        cq = queues.get(msg.queue_id) if queues is not None else None
-        if not files or cq is None:
-            return None
-        cq_files = cq.mapped_file_queue.files
-        if not cq_files:
-            return None
-        if self.config.message_index_enable:
-            index_files = self.index_service.files
-            if not index_files:
-                return None
-            xf = index_files[-1]
-        else:
-            xf = None
-        clf = files[-1]
-        placed = self.append_message_native(
-            msg, clf, cq_files[-1], cq, xf, queue_offset, store_ts, topic_bytes, pack_host(*msg.born_host),
-            store_host_bytes, keys, uniq, tags, self.index_service.index_tags, body_crc(msg.body) & 0x7FFFFFFF,
-            self._max_record)
-        if placed is None:
-            return None
-        phys, size, tags_code = placed
-        if phys + size > self.page_warmer.mark:
-            self.page_warmer.note_append(clf, clf.wrote_position)
-        self.topic_queue_table[key] = queue_offset + 1
-        self.last_dispatch_timestamp = store_ts
-        listener = self.message_arriving_listener
-        if listener is not None:
-            listener(topic, msg.queue_id, queue_offset + 1, tags_code)
-        return phys, size
 
     def _append_general(self, msg: MessageExtBrokerInner, topic: str, key: str, counts: bool, queue_offset: int,
                         store_ts: int, store_host_bytes: bytes, pm: Optional[dict], keys: str,

@@ -1,5 +1,5 @@
 """
-The one-call append of the C accelerator (``DefaultMessageStore._append_native``) against the
+The one-call append of the C accelerator (in ``DefaultMessageStore.async_put_message``) against the
 general path it stands in for: the same puts into two stores, one of them with the C append
 switched off, must give the same results and byte-identical CommitLog, ConsumeQueue and index
 files, across file roll-overs, full index files, delay levels, transactions and batches.
@@ -74,7 +74,7 @@ class NativeAppendTests(SynchronousTestCase):
             r = inner(*args)
             calls.append(r is not None)
             return r
-        native.append_message_native = counting
+        native.append_message_native = counting  # read at every put
         return (native, general), clocks, calls
 
     def _put_all(self, ops, **overrides) -> list:
