@@ -108,8 +108,9 @@ def java_recovery(key: str, root: Path, file_mb: int) -> float:
             if name not in stamps and re.search(pattern, line):
                 stamps[name] = datetime.strptime(line[:12], "%H:%M:%S.%f")
     if len(stamps) != 2:
-        raise RuntimeError("Java broker log lacks the recovery lines; its last lines:\n"
-                           + "\n".join(l for l in text.splitlines() if "abnormally" in l or "load" in l or "abort" in l))
+        raise RuntimeError("Java broker log lacks the recovery lines; its store lines:\n"
+                           + "\n".join(line for line in text.splitlines()
+                                        if "abnormally" in line or "load" in line or "abort" in line))
     return (stamps["end"] - stamps["start"]).total_seconds()
 
 

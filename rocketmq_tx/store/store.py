@@ -592,8 +592,8 @@ class DefaultMessageStore:
                             placed = native(
                                 msg, clf, cq.mapped_file_queue.files[-1], cq,
                                 index_files[-1] if index_files else None, queue_offset, store_ts, topic_bytes,
-                                pack_host(*msg.born_host), store_host_bytes, keys, uniq, tags, self.index_service.index_tags,
-                                body_crc(msg.body) & 0x7FFFFFFF, self._max_record)
+                                pack_host(*msg.born_host), store_host_bytes, keys, uniq, tags,
+                                self.index_service.index_tags, body_crc(msg.body) & 0x7FFFFFFF, self._max_record)
                             if placed is not None:
                                 phys, size, tags_code = placed
                                 placed = phys, size
