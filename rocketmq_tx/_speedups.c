@@ -274,6 +274,18 @@ static int as_i64(PyObject *o, int64_t *out)
     return 0;
 }
 
+/* An int attribute of *obj* (ROCKETMQ headers, the store's files). */
+static int attr_long(PyObject *obj, PyObject *name, long long *out)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+
 /* One record's fields, checked; body is a held buffer until record_release. */
 typedef struct {
     PyObject *topic, *properties, *born_host, *store_host;
@@ -759,16 +771,6 @@ static PyObject *s_topic, *s_body, *s_properties, *s_queue_id, *s_sys_flag, *s_b
     *s_entries_base, *s_begin_timestamp, *s_end_timestamp, *s_begin_phy_offset, *s_end_phy_offset,
     *s_hash_slot_count, *s_index_count;
 
-static int get_ll(PyObject *obj, PyObject *name, long long *out)
-{
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsLongLong(v);
-    Py_DECREF(v);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
-}
-
 static int set_ll(PyObject *obj, PyObject *name, long long value)
 {
     PyObject *v = PyLong_FromLongLong(value);
@@ -811,9 +813,9 @@ static PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_
     if (PyErr_Occurred())
         return NULL;
     long long cl_pos, cl_from, cq_pos, cq_from, max_phys;
-    if (get_ll(clf, s_wrote_position, &cl_pos) < 0 || get_ll(clf, s_file_from_offset, &cl_from) < 0 ||
-        get_ll(cqf, s_wrote_position, &cq_pos) < 0 || get_ll(cqf, s_file_from_offset, &cq_from) < 0 ||
-        get_ll(cq, s_max_physic_offset, &max_phys) < 0)
+    if (attr_long(clf, s_wrote_position, &cl_pos) < 0 || attr_long(clf, s_file_from_offset, &cl_from) < 0 ||
+        attr_long(cqf, s_wrote_position, &cq_pos) < 0 || attr_long(cqf, s_file_from_offset, &cq_from) < 0 ||
+        attr_long(cq, s_max_physic_offset, &max_phys) < 0)
         return NULL;
     long long phys = cl_from + cl_pos;
     /* an empty ConsumeQueue file may need Java's leading filler; a gap or a repeat needs the
@@ -824,11 +826,11 @@ static PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_
     memset(&t, 0, sizeof(t));
     if (indexed) {
         long long v[6];
-        if (get_ll(xf, s_hash_slot_num, &t.slots) < 0 || get_ll(xf, s_index_num, &t.index_num) < 0 ||
-            get_ll(xf, s_entries_base, &t.base) < 0 || get_ll(xf, s_begin_timestamp, &v[0]) < 0 ||
-            get_ll(xf, s_end_timestamp, &v[1]) < 0 || get_ll(xf, s_begin_phy_offset, &v[2]) < 0 ||
-            get_ll(xf, s_end_phy_offset, &v[3]) < 0 || get_ll(xf, s_hash_slot_count, &v[4]) < 0 ||
-            get_ll(xf, s_index_count, &v[5]) < 0)
+        if (attr_long(xf, s_hash_slot_num, &t.slots) < 0 || attr_long(xf, s_index_num, &t.index_num) < 0 ||
+            attr_long(xf, s_entries_base, &t.base) < 0 || attr_long(xf, s_begin_timestamp, &v[0]) < 0 ||
+            attr_long(xf, s_end_timestamp, &v[1]) < 0 || attr_long(xf, s_begin_phy_offset, &v[2]) < 0 ||
+            attr_long(xf, s_end_phy_offset, &v[3]) < 0 || attr_long(xf, s_hash_slot_count, &v[4]) < 0 ||
+            attr_long(xf, s_index_count, &v[5]) < 0)
             return NULL;
         if (t.slots <= 0 || v[4] < 0 || v[4] > INT32_MAX || v[5] < 0 || v[5] > INT32_MAX) {
             PyErr_SetString(PyExc_ValueError, "append_message: index header out of range");
@@ -1094,16 +1096,6 @@ fail:
     Py_XDECREF(remark);
     Py_XDECREF(ext);
     return NULL;
-}
-
-static int attr_long(PyObject *cmd, PyObject *name, long long *out)
-{
-    PyObject *v = PyObject_GetAttr(cmd, name);
-    if (v == NULL)
-        return -1;
-    *out = PyLong_AsLongLong(v);
-    Py_DECREF(v);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
 /*
