@@ -8,7 +8,9 @@ Cases, all in-process with 1 KiB bodies (plus TAGS, KEYS and UNIQ_KEY properties
 * raw write+fdatasync: the same, one fdatasync per 64 records (the best a group commit can do);
 * ASYNC_FLUSH append: put_message in one thread, with the store's driver threads running as
   in the broker (the 500 ms flush, the page warmer), then one final flush;
-* SYNC_FLUSH append with 1 and 64 writer threads (group commit by the StoreDriver thread);
+* SYNC_FLUSH append with 1 and 64 writer threads, and with 64 puts in flight from one thread
+  (the broker's shape), with the StoreDriver's group commit and C flusher; each as a ratio to
+  raw write+fdatasync/64 measured just before it;
 * get_message of 32-message batches (sequential over the queues);
 * recovery after a crash (abort file left behind, checkpoint flushed as the broker's periodic
   ConsumeQueue flush leaves it: every record is validated with its CRC), per GiB of CommitLog.
@@ -114,13 +116,66 @@ def java_recovery(key: str, root: Path, file_mb: int) -> float:
     return (stamps["end"] - stamps["start"]).total_seconds()
 
 
+def sync_case(kind: str, root: Path, msgs: list[MessageExtBrokerInner], file_mb: int,
+              flusher: str | None) -> tuple[float, int]:
+    """
+    One SYNC_FLUSH run on a fresh store with its StoreDriver: *kind* "1" or "64" writer threads
+    each blocked in put_message, or "inflight", the broker's shape: one thread (the reactor)
+    appends and keeps 64 puts waiting on their flush futures. Returns (msg/s, group commits).
+    """
+    store = open_store(root, FlushDiskType.SYNC_FLUSH, file_mb)
+    if flusher == "python":
+        store.sync_flusher_class = None
+    driver = StoreDriver(store, clean=False)
+    driver.start()
+    try:
+        t = time.perf_counter()
+        if kind == "inflight":
+            pending: collections.deque = collections.deque()
+            for m in msgs:
+                if len(pending) >= 64:
+                    assert pending.popleft().result(timeout=10) is PutMessageStatus.PUT_OK
+                res = store.async_put_message(m)
+                assert res.is_ok(), res.status
+                pending.append(res.flush_future)
+            while pending:
+                assert pending.popleft().result(timeout=10) is PutMessageStatus.PUT_OK
+            done = len(msgs)
+        else:
+            writers = int(kind)
+            per = len(msgs) // writers
+
+            def work(k: int) -> None:
+                for m in msgs[k * per:(k + 1) * per]:
+                    res = store.put_message(m)
+                    assert res.is_ok(), res.status
+
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(writers)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            done = per * writers
+        dt = time.perf_counter() - t
+        gc = store.group_commit_service
+        assert gc is not None
+        return done / dt, gc.commits
+    finally:
+        driver.stop()
+        store.shutdown()
+        shutil.rmtree(root)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=None, help="directory on the disk to measure (default: a temp dir)")
     ap.add_argument("--messages", type=int, default=100_000)
     ap.add_argument("--sync-messages", type=int, default=20_000)
-    ap.add_argument("--rounds", type=int, default=3, help="ASYNC_FLUSH rounds (the median is reported)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of each case (the median is reported)")
     ap.add_argument("--file-mb", type=int, default=256)
+    ap.add_argument("--sync-only", action="store_true", help="only the raw and SYNC_FLUSH cases")
+    ap.add_argument("--python-flush", action="store_true",
+                    help="also run the SYNC_FLUSH cases with the Python group commit (no C flusher)")
     ap.add_argument("--java", choices=["4", "5"], default=None,
                     help="also time the official Java broker's recovery of the same crashed store")
     args = ap.parse_args()
@@ -148,129 +203,103 @@ def main() -> None:
         rows.append(["raw write+fdatasync/64", f"{raw_sync_rate:,.0f}", f"{raw_sync_rate * size / 1e6:,.1f}", "",
                      "1.00"])
 
-        # with the driver threads a broker runs beside its appends (flush every 500 ms, page
-        # warmer); the median of --rounds fresh stores, as one run on a small VM varies by 10%
-        rates, all_rates = [], []
-        store = None
-        for _ in range(args.rounds):
-            if store is not None:
-                store.shutdown()
-                shutil.rmtree(base / "async")
-            store = open_store(base / "async", FlushDiskType.ASYNC_FLUSH, args.file_mb)
-            driver = StoreDriver(store, clean=False)
-            driver.start()
+        if not args.sync_only:
+            # with the driver threads a broker runs beside its appends (flush every 500 ms, page
+            # warmer); the median of --rounds fresh stores, as one run on a small VM varies by 10%
+            rates, all_rates = [], []
+            store = None
+            for _ in range(args.rounds):
+                if store is not None:
+                    store.shutdown()
+                    shutil.rmtree(base / "async")
+                store = open_store(base / "async", FlushDiskType.ASYNC_FLUSH, args.file_mb)
+                driver = StoreDriver(store, clean=False)
+                driver.start()
+                t = time.perf_counter()
+                for m in msgs:
+                    store.put_message(m)
+                t_put = time.perf_counter() - t
+                driver.stop()
+                store.flush()
+                t_all = time.perf_counter() - t
+                rates.append(n / t_put)
+                all_rates.append(n / t_all)
+            assert store is not None, "--rounds must be at least 1"
+            rate, rate_all = statistics.median(rates), statistics.median(all_rates)
+            spread = f" ({min(rates):,.0f}–{max(rates):,.0f})" if len(rates) > 1 else ""
+            rows.append([f"ASYNC_FLUSH append, median of {len(rates)}", f"{rate:,.0f}{spread}", f"{rate * size / 1e6:,.1f}",
+                         f"{rate / raw_rate:.2f}", ""])
+            rows.append(["ASYNC_FLUSH append + final flush", f"{rate_all:,.0f}", f"{rate_all * size / 1e6:,.1f}",
+                         f"{rate_all / raw_rate:.2f}", ""])
+
+            # reads: 32-message batches over every queue
             t = time.perf_counter()
-            for m in msgs:
-                store.put_message(m)
-            t_put = time.perf_counter() - t
-            driver.stop()
-            store.flush()
-            t_all = time.perf_counter() - t
-            rates.append(n / t_put)
-            all_rates.append(n / t_all)
-        assert store is not None, "--rounds must be at least 1"
-        rate, rate_all = statistics.median(rates), statistics.median(all_rates)
-        spread = f" ({min(rates):,.0f}–{max(rates):,.0f})" if len(rates) > 1 else ""
-        rows.append([f"ASYNC_FLUSH append, median of {len(rates)}", f"{rate:,.0f}{spread}", f"{rate * size / 1e6:,.1f}",
-                     f"{rate / raw_rate:.2f}", ""])
-        rows.append(["ASYNC_FLUSH append + final flush", f"{rate_all:,.0f}", f"{rate_all * size / 1e6:,.1f}",
-                     f"{rate_all / raw_rate:.2f}", ""])
+            batches = 0
+            for q in range(QUEUES):
+                offset = 0
+                while True:
+                    g = store.get_message("g", "BenchTopic", q, offset, 32)
+                    if not g.message_buffers:
+                        break
+                    batches += 1
+                    offset = g.next_begin_offset
+            t_read = time.perf_counter() - t
+            rows.append(["get_message 32/batch", f"{batches * 32 / t_read:,.0f} msg/s ({batches / t_read:,.0f} batches/s)",
+                         f"{batches * 32 * size / t_read / 1e6:,.1f}", "", ""])
 
-        # reads: 32-message batches over every queue
-        t = time.perf_counter()
-        batches = 0
-        for q in range(QUEUES):
-            offset = 0
-            while True:
-                g = store.get_message("g", "BenchTopic", q, offset, 32)
-                if not g.message_buffers:
-                    break
-                batches += 1
-                offset = g.next_begin_offset
-        t_read = time.perf_counter() - t
-        rows.append(["get_message 32/batch", f"{batches * 32 / t_read:,.0f} msg/s ({batches / t_read:,.0f} batches/s)",
-                     f"{batches * 32 * size / t_read / 1e6:,.1f}", "", ""])
-
-        # recovery after a crash; the checkpoint is as recent as the broker's periodic
-        # flush_consume_queue leaves it, so the scan validates records and re-dispatches nothing
-        store.flush_consume_queue(thorough=True)
-        end = store.commit_log.get_max_offset()
-        store.commit_log.close()
-        for queues in store.consume_queue_table.values():
-            for cq in queues.values():
-                cq.close()
-        store.index_service.close()
-        os.close(store._lock_fd)
-        if args.java:
-            shutil.copytree(base / "async", base / "java-copy")
-        t = time.perf_counter()
-        again = DefaultMessageStore(store.config)
-        assert again.load() and not again.last_exit_ok
-        t_rec = time.perf_counter() - t
-        assert again.commit_log.get_max_offset() == end
-        rows.append(["recovery after crash", f"{t_rec / (end / (1 << 30)):.2f} s/GiB", f"{end / t_rec / 1e6:,.1f}",
-                     "", ""])
-        again.start()
-        again.shutdown()
-        shutil.rmtree(base / "async")
-        if args.java:
-            t_java = java_recovery(args.java, base / "java-copy", args.file_mb)
-            rows.append([f"Java {args.java} broker: recovery of the same crashed store",
-                         f"{t_java / (end / (1 << 30)):.2f} s/GiB", f"{end / t_java / 1e6:,.1f}", "", ""])
-            shutil.rmtree(base / "java-copy")
-
-        for writers in (1, 64):
-            store = open_store(base / f"sync{writers}", FlushDiskType.SYNC_FLUSH, args.file_mb)
-            driver = StoreDriver(store, clean=False)
-            driver.start()
-            total = args.sync_messages
-            per = total // writers
-            sub = msgs[: per * writers]
-
-            def work(k: int) -> None:
-                for m in sub[k * per:(k + 1) * per]:
-                    res = store.put_message(m)
-                    assert res.is_ok(), res.status
-
-            threads = [threading.Thread(target=work, args=(k,)) for k in range(writers)]
+            # recovery after a crash; the checkpoint is as recent as the broker's periodic
+            # flush_consume_queue leaves it, so the scan validates records and re-dispatches nothing
+            store.flush_consume_queue(thorough=True)
+            end = store.commit_log.get_max_offset()
+            store.commit_log.close()
+            for queues in store.consume_queue_table.values():
+                for cq in queues.values():
+                    cq.close()
+            store.index_service.close()
+            os.close(store._lock_fd)
+            if args.java:
+                shutil.copytree(base / "async", base / "java-copy")
             t = time.perf_counter()
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
-            dt = time.perf_counter() - t
-            rate = per * writers / dt
-            commits = store.group_commit_service.commits
-            driver.stop()
-            store.shutdown()
-            shutil.rmtree(base / f"sync{writers}")
-            rows.append([f"SYNC_FLUSH append, {writers} writer(s) ({commits} group commits)", f"{rate:,.0f}",
-                         f"{rate * size / 1e6:,.1f}", f"{rate / raw_rate:.3f}", f"{rate / raw_sync_rate:.2f}"])
+            again = DefaultMessageStore(store.config)
+            assert again.load() and not again.last_exit_ok
+            t_rec = time.perf_counter() - t
+            assert again.commit_log.get_max_offset() == end
+            rows.append(["recovery after crash", f"{t_rec / (end / (1 << 30)):.2f} s/GiB", f"{end / t_rec / 1e6:,.1f}",
+                         "", ""])
+            again.start()
+            again.shutdown()
+            shutil.rmtree(base / "async")
+            if args.java:
+                t_java = java_recovery(args.java, base / "java-copy", args.file_mb)
+                rows.append([f"Java {args.java} broker: recovery of the same crashed store",
+                             f"{t_java / (end / (1 << 30)):.2f} s/GiB", f"{end / t_java / 1e6:,.1f}", "", ""])
+                shutil.rmtree(base / "java-copy")
 
-        # The broker's shape: one thread (the reactor) appends and keeps 64 puts waiting on
-        # their flush futures, instead of 64 threads each blocked in put_message.
-        store = open_store(base / "sync-inflight", FlushDiskType.SYNC_FLUSH, args.file_mb)
-        driver = StoreDriver(store, clean=False)
-        driver.start()
-        total = args.sync_messages
-        pending: collections.deque = collections.deque()
-        t = time.perf_counter()
-        for m in msgs[:total]:
-            if len(pending) >= 64:
-                assert pending.popleft().result(timeout=10) is PutMessageStatus.PUT_OK
-            res = store.async_put_message(m)
-            assert res.is_ok(), res.status
-            pending.append(res.flush_future)
-        while pending:
-            assert pending.popleft().result(timeout=10) is PutMessageStatus.PUT_OK
-        dt = time.perf_counter() - t
-        rate = total / dt
-        commits = store.group_commit_service.commits
-        driver.stop()
-        store.shutdown()
-        shutil.rmtree(base / "sync-inflight")
-        rows.append([f"SYNC_FLUSH append, 64 in flight from one thread ({commits} group commits)", f"{rate:,.0f}",
-                     f"{rate * size / 1e6:,.1f}", f"{rate / raw_rate:.3f}", f"{rate / raw_sync_rate:.2f}"])
+        # SYNC_FLUSH: each case as a ratio to raw write+fdatasync/64 of the same number of
+        # records measured just before it, as this VM's disk drifts by 20% within a run; the
+        # median of --rounds pairs
+        flushers = [("", None)]
+        if args.python_flush:
+            flushers.append((", Python group commit", "python"))
+        for kind in ("1", "64", "inflight"):
+            # the flushers alternate round by round, so drift hits them alike
+            runs: dict = {label: ([], [], []) for label, _ in flushers}
+            for _ in range(args.rounds):
+                for label, flusher in flushers:
+                    raw_adjacent = args.sync_messages / raw(base / "raw-sync", records[: args.sync_messages], 64)
+                    rate, c = sync_case(kind, base / "sync", msgs[: args.sync_messages], args.file_mb, flusher)
+                    rates, ratios, commits = runs[label]
+                    rates.append(rate)
+                    ratios.append(rate / raw_adjacent)
+                    commits.append(c)
+            for label, (rates, ratios, commits) in runs.items():
+                rate, ratio = statistics.median(rates), statistics.median(ratios)
+                name = ("64 in flight from one thread" if kind == "inflight" else f"{kind} writer thread(s)")
+                rows.append([f"SYNC_FLUSH append, {name}{label}, median of {len(rates)} "
+                             f"({statistics.median(commits):,.0f} group commits)",
+                             f"{rate:,.0f} ({min(rates):,.0f}–{max(rates):,.0f})", f"{rate * size / 1e6:,.1f}",
+                             f"{rate / raw_rate:.3f}",
+                             f"{ratio:.2f} ({min(ratios):.2f}–{max(ratios):.2f})"])
         print(f"record size {size} bytes, {n:,} messages ({mb:,.0f} MB) async, {args.sync_messages:,} sync; "
               f"dir {base}")
         print(table(["case", "msg/s", "MB/s", "ratio to raw write", "ratio to raw write+fdatasync"], rows))

@@ -19,6 +19,10 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <time.h>
 
 #define MAGIC_V1 ((int32_t)-626843481)
 #define MAGIC_V2 ((int32_t)-626843477)
@@ -937,25 +941,38 @@ done:
 
 /* ---------------------------------------------------------------- page warming */
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
 /*
- * populate(buf, start, end) -> 0 | errno
+ * populate(buf, start, end, write=True) -> 0 | errno
  * Faults in the pages of a writable mapping between start and end as a write would, without
  * writing (Linux MADV_POPULATE_WRITE), with the GIL released: a thread of its own takes the
  * page faults the appending thread would otherwise take. EINVAL: the kernel lacks it.
+ * With write false, as a read would (MADV_POPULATE_READ): the pages are in the page cache
+ * and mapped, but not dirtied, so a following fdatasync does not write them out.
  */
 static PyObject *populate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "populate(buf, start, end)");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "populate(buf, start, end, write=True)");
         return NULL;
     }
     Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     if (PyErr_Occurred())
         return NULL;
+    int advice = MADV_POPULATE_WRITE;
+    if (nargs == 4) {
+        int write = PyObject_IsTrue(args[3]);
+        if (write < 0)
+            return NULL;
+        if (!write)
+            advice = MADV_POPULATE_READ;
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
         return NULL;
@@ -973,7 +990,7 @@ static PyObject *populate(PyObject *self, PyObject *const *args, Py_ssize_t narg
             from += (uintptr_t)page; /* never below the mapping */
         if (to > from) {
             Py_BEGIN_ALLOW_THREADS
-            if (madvise((void *)from, to - from, MADV_POPULATE_WRITE) != 0)
+            if (madvise((void *)from, to - from, advice) != 0)
                 err = errno;
             Py_END_ALLOW_THREADS
         }
@@ -981,6 +998,445 @@ static PyObject *populate(PyObject *self, PyObject *const *args, Py_ssize_t narg
     PyBuffer_Release(&view);
     return PyLong_FromLong(err);
 }
+
+/* ---------------------------------------------------------------- group commit flusher */
+
+/*
+ * SyncFlusher(flushed: int, hold: int = 0): the SYNC_FLUSH group commit's disk side, a pthread
+ * that never takes the GIL. A put calls request(end) after writing its record; the thread
+ * fdatasyncs the CommitLog files covering [flushed, requested) while further puts go on
+ * appending, and publishes the new flushed offset. Waiters block in wait(offset, timeout)
+ * with the GIL released, each woken alone once its offset is covered. Its Python twin is the
+ * group commit thread flushing by itself (store/flush.py), which also stays the authority for
+ * statuses and timeouts; this only takes the fdatasync off the GIL and starts it earlier.
+ *
+ * When a sync starts: at once for a waiter (one passing lead=True runs it itself when no sync
+ * is running; otherwise it wakes the thread), and otherwise once hold bytes are unflushed. A
+ * sync costs a fixed ~0.3 ms plus its pages, and on a small VM one running beside the
+ * appending thread slows it by a third, so syncing every few puts that nobody waits for yet
+ * costs more than it saves; bench/store.py chose the store's hold. One sync runs at a time.
+ *
+ * The files are registered with add_file(fd, from, to) before anything is written to them;
+ * the flusher keeps a dup of each fd until the file is flushed to its end, so expiry or
+ * shutdown closing the original never leaves it syncing a stale descriptor.
+ */
+
+#define FLUSHER_MAX_FILES 64
+
+typedef struct {
+    int fd;
+    long long from, to;
+} FlusherFile;
+
+/* A thread in wait(): woken alone once its offset is flushed, never by another's progress
+ * (a broadcast to 64 waiters costs 64 context switches per sync). Lives on its stack. */
+typedef struct FlusherWaiter {
+    long long offset;
+    int woken;
+    pthread_cond_t cv;
+    struct FlusherWaiter *next;
+} FlusherWaiter;
+
+static pthread_condattr_t monotonic_condattr;
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* the thread: requested > flushed, or stop */
+    FlusherWaiter *waiters;
+    long long requested;
+    long long flushed;   /* written under mu, read with atomic loads */
+    FlusherFile files[FLUSHER_MAX_FILES];
+    int nfiles;
+    int error;           /* errno of the last failed sync, 0 after a good one */
+    unsigned long long syncs, begun; /* completed and started syncs */
+    long long hold;      /* unflushed bytes that start a sync when nobody waits yet */
+    int kick;            /* a waiter is waiting: sync now */
+    int syncing;         /* a sync is running (one at a time, by whichever thread) */
+    int stop, started;
+    pthread_t thread;
+} FlusherState;
+
+typedef struct {
+    PyObject_HEAD
+    FlusherState *st;
+} SyncFlusherObject;
+
+static void deadline_after(struct timespec *ts, double seconds)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    if (seconds < 0)
+        seconds = 0;
+    if (seconds > 1e6)
+        seconds = 1e6;
+    long long ns = (long long)(seconds * 1e9) + ts->tv_nsec;
+    ts->tv_sec += (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
+}
+
+/* under mu: wake the waiters whose offsets are flushed (all of them when stopping) */
+static void wake_waiters(FlusherState *st, int all)
+{
+    FlusherWaiter **link = &st->waiters;
+    while (*link != NULL) {
+        FlusherWaiter *w = *link;
+        if (all || w->offset <= st->flushed) {
+            *link = w->next;
+            w->woken = 1;
+            pthread_cond_signal(&w->cv);
+        } else {
+            link = &w->next;
+        }
+    }
+}
+
+/*
+ * Under mu, with requested > flushed and no sync running: one sync of [flushed, requested),
+ * by whichever thread calls it (the flusher thread, or a waiter leading). Releases mu during
+ * the fdatasync; returns 0 or an errno, with mu held again.
+ */
+static int sync_once(FlusherState *st)
+{
+    int fds[FLUSHER_MAX_FILES];
+    long long target = st->requested, at = st->flushed;
+    int n = 0;
+    for (int i = 0; i < st->nfiles && at < target; i++) {
+        FlusherFile *f = &st->files[i];
+        if (f->to <= at)
+            continue;
+        if (f->from > at)
+            break; /* a hole: nothing registered holds these bytes */
+        fds[n++] = f->fd;
+        at = f->to;
+    }
+    if (at < target)
+        return st->error = EINVAL;
+    st->syncing = 1;
+    st->kick = 0;
+    __atomic_store_n(&st->begun, st->begun + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&st->mu);
+    int err = 0;
+    for (int i = 0; i < n && !err; i++) {
+        if (fdatasync(fds[i]) != 0)
+            err = errno;
+    }
+    pthread_mutex_lock(&st->mu);
+    st->syncing = 0;
+    st->error = err;
+    if (!err) {
+        __atomic_store_n(&st->flushed, target, __ATOMIC_RELEASE);
+        st->syncs++;
+        /* files flushed to their end are done with; the newest stays for what follows */
+        int keep = 0;
+        while (keep < st->nfiles - 1 && st->files[keep].to <= target)
+            close(st->files[keep++].fd);
+        if (keep) {
+            memmove(st->files, st->files + keep, (size_t)(st->nfiles - keep) * sizeof(FlusherFile));
+            st->nfiles -= keep;
+        }
+        wake_waiters(st, 0);
+    }
+    if (st->waiters != NULL)
+        st->kick = 1; /* waiters this sync did not cover: the flusher thread goes on */
+    pthread_cond_signal(&st->work);
+    return err;
+}
+
+static void *flusher_main(void *arg)
+{
+    FlusherState *st = arg;
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        while (st->syncing || (!st->stop && (st->requested <= st->flushed ||
+                                             (!st->kick && st->requested - st->flushed < st->hold))))
+            pthread_cond_wait(&st->work, &st->mu);
+        if (st->requested <= st->flushed)
+            break; /* stopping with nothing left to sync */
+        if (sync_once(st) != 0) {
+            if (st->stop)
+                break;
+            /* a failing disk: retry, but not in a tight loop */
+            struct timespec ts;
+            deadline_after(&ts, 0.01);
+            pthread_cond_timedwait(&st->work, &st->mu, &ts);
+        }
+    }
+    wake_waiters(st, 1);
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+
+static int flusher_init(SyncFlusherObject *self, PyObject *args, PyObject *kw)
+{
+    long long flushed, hold = 0;
+    static char *kwlist[] = {"flushed", "hold", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|L", kwlist, &flushed, &hold))
+        return -1;
+    if (self->st != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "SyncFlusher is already initialised");
+        return -1;
+    }
+    FlusherState *st = PyMem_RawCalloc(1, sizeof(FlusherState));
+    if (st == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->work, &monotonic_condattr);
+    st->requested = st->flushed = flushed;
+    st->hold = hold;
+    self->st = st;
+    return 0;
+}
+
+static PyObject *flusher_start(SyncFlusherObject *self, PyObject *unused)
+{
+    FlusherState *st = self->st;
+    if (st == NULL || st->started || st->stop) {
+        PyErr_SetString(PyExc_RuntimeError, "SyncFlusher: start() once, before stop()");
+        return NULL;
+    }
+    int err = pthread_create(&st->thread, NULL, flusher_main, st);
+    if (err != 0) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    st->started = 1;
+    Py_RETURN_NONE;
+}
+
+/* stop(): sync what was requested, end the thread, close the duplicated descriptors */
+static void flusher_stop_state(FlusherState *st)
+{
+    pthread_mutex_lock(&st->mu);
+    st->stop = 1;
+    pthread_cond_signal(&st->work);
+    pthread_mutex_unlock(&st->mu);
+    if (st->started) {
+        pthread_join(st->thread, NULL);
+        st->started = 0;
+    }
+    pthread_mutex_lock(&st->mu);
+    for (int i = 0; i < st->nfiles; i++)
+        close(st->files[i].fd);
+    st->nfiles = 0;
+    wake_waiters(st, 1);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static PyObject *flusher_stop(SyncFlusherObject *self, PyObject *unused)
+{
+    if (self->st != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        flusher_stop_state(self->st);
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *flusher_add_file(SyncFlusherObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    FlusherState *st = self->st;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "add_file(fd, from_offset, to_offset)");
+        return NULL;
+    }
+    long fd = PyLong_AsLong(args[0]);
+    long long from = PyLong_AsLongLong(args[1]), to = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (st == NULL || to <= from || fd < 0 || fd > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "add_file: an initialised flusher, a descriptor and from < to");
+        return NULL;
+    }
+    int copy = fcntl((int)fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    pthread_mutex_lock(&st->mu);
+    const char *why = NULL;
+    if (st->stop)
+        why = "add_file: the flusher is stopped";
+    else if (st->nfiles == FLUSHER_MAX_FILES)
+        why = "add_file: too many unflushed files";
+    else if (st->nfiles && st->files[st->nfiles - 1].to > from)
+        why = "add_file: files must be added in offset order";
+    if (why == NULL) {
+        if (st->nfiles == 0 && st->flushed < from) {
+            /* the first file starts past the flushed offset: nothing before it is ours */
+            __atomic_store_n(&st->flushed, from, __ATOMIC_RELEASE);
+            if (st->requested < from)
+                st->requested = from;
+        }
+        st->files[st->nfiles].fd = copy;
+        st->files[st->nfiles].from = from;
+        st->files[st->nfiles].to = to;
+        st->nfiles++;
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (why != NULL) {
+        close(copy);
+        PyErr_SetString(PyExc_ValueError, why);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* request(offset): have everything before offset synced; starts a sync when the thread is idle */
+static PyObject *flusher_request(SyncFlusherObject *self, PyObject *arg)
+{
+    FlusherState *st = self->st;
+    long long offset = PyLong_AsLongLong(arg);
+    if (offset == -1 && PyErr_Occurred())
+        return NULL;
+    if (st == NULL) {
+        PyErr_SetString(PyExc_ValueError, "SyncFlusher is not initialised");
+        return NULL;
+    }
+    if (offset > __atomic_load_n(&st->flushed, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&st->mu);
+        if (offset > st->requested) {
+            st->requested = offset;
+            if (offset - st->flushed >= st->hold)
+                pthread_cond_signal(&st->work);
+        }
+        pthread_mutex_unlock(&st->mu);
+    }
+    Py_RETURN_NONE;
+}
+
+/*
+ * wait(offset, timeout, lead=False) -> bool: whether offset is flushed; False after timeout or
+ * stop(). A leading waiter that finds no sync running does the sync itself, with the GIL
+ * released, rather than wake the flusher thread and sleep until it is woken in turn: two
+ * thread switches fewer, which is most of a sync's cost to a lone writer on a small VM.
+ */
+static PyObject *flusher_wait(SyncFlusherObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    FlusherState *st = self->st;
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "wait(offset, timeout, lead=False)");
+        return NULL;
+    }
+    long long offset = PyLong_AsLongLong(args[0]);
+    double timeout = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred())
+        return NULL;
+    int lead = 0;
+    if (nargs == 3 && (lead = PyObject_IsTrue(args[2])) < 0)
+        return NULL;
+    if (st == NULL) {
+        PyErr_SetString(PyExc_ValueError, "SyncFlusher is not initialised");
+        return NULL;
+    }
+    if (__atomic_load_n(&st->flushed, __ATOMIC_ACQUIRE) >= offset)
+        Py_RETURN_TRUE;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec ts;
+    deadline_after(&ts, timeout);
+    FlusherWaiter w = {.offset = offset, .woken = 0, .next = NULL};
+    pthread_cond_init(&w.cv, &monotonic_condattr);
+    pthread_mutex_lock(&st->mu);
+    if (offset > st->requested)
+        st->requested = offset;
+    /* lead once: after a failed sync, the flusher thread's paced retries take over */
+    if (lead && !st->syncing && st->flushed < offset && !st->stop && st->started)
+        sync_once(st);
+    if (st->flushed < offset && !st->stop && st->started) {
+        st->kick = 1;
+        pthread_cond_signal(&st->work);
+        w.next = st->waiters;
+        st->waiters = &w;
+        while (!w.woken) {
+            if (pthread_cond_timedwait(&w.cv, &st->mu, &ts) == ETIMEDOUT && !w.woken) {
+                FlusherWaiter **link = &st->waiters;
+                while (*link != &w)
+                    link = &(*link)->next;
+                *link = w.next;
+                break;
+            }
+        }
+    }
+    ok = st->flushed >= offset;
+    pthread_mutex_unlock(&st->mu);
+    pthread_cond_destroy(&w.cv);
+    Py_END_ALLOW_THREADS
+    return PyBool_FromLong(ok);
+}
+
+static PyObject *flusher_get(SyncFlusherObject *self, void *which)
+{
+    FlusherState *st = self->st;
+    if (st == NULL) {
+        PyErr_SetString(PyExc_ValueError, "SyncFlusher is not initialised");
+        return NULL;
+    }
+    long long v;
+    /* the two a put reads: without the lock */
+    if ((intptr_t)which == 0)
+        return PyLong_FromLongLong(__atomic_load_n(&st->flushed, __ATOMIC_ACQUIRE));
+    if ((intptr_t)which == 5)
+        return PyLong_FromUnsignedLongLong(__atomic_load_n(&st->begun, __ATOMIC_ACQUIRE));
+    pthread_mutex_lock(&st->mu);
+    switch ((intptr_t)which) {
+    case 1: v = st->requested; break;
+    case 2: v = st->error; break;
+    case 3: v = (long long)st->syncs; break;
+    default: v = st->started && !st->stop; break;
+    }
+    pthread_mutex_unlock(&st->mu);
+    return PyLong_FromLongLong(v);
+}
+
+static void flusher_dealloc(SyncFlusherObject *self)
+{
+    FlusherState *st = self->st;
+    if (st != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        flusher_stop_state(st);
+        Py_END_ALLOW_THREADS
+        pthread_mutex_destroy(&st->mu);
+        pthread_cond_destroy(&st->work);
+        PyMem_RawFree(st);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef flusher_methods[] = {
+    {"start", (PyCFunction)flusher_start, METH_NOARGS, "Start the flushing thread."},
+    {"stop", (PyCFunction)flusher_stop, METH_NOARGS,
+     "Sync what was requested, end the thread and close the descriptors."},
+    {"add_file", (PyCFunction)(void (*)(void))flusher_add_file, METH_FASTCALL,
+     "Register a CommitLog file (fd, from, to) before anything is written to it."},
+    {"request", (PyCFunction)flusher_request, METH_O, "Have everything before offset synced."},
+    {"wait", (PyCFunction)(void (*)(void))flusher_wait, METH_FASTCALL,
+     "wait(offset, timeout, lead=False) -> whether offset is flushed, waiting without the GIL; "
+     "a leading waiter syncs itself when no sync runs."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef flusher_getset[] = {
+    {"flushed", (getter)flusher_get, NULL, "Offset up to which the files are synced.", (void *)0},
+    {"requested", (getter)flusher_get, NULL, "Highest offset requested.", (void *)1},
+    {"error", (getter)flusher_get, NULL, "errno of the last failed sync (0: the last one succeeded).", (void *)2},
+    {"syncs", (getter)flusher_get, NULL, "Successful syncs so far.", (void *)3},
+    {"running", (getter)flusher_get, NULL, "Whether the thread runs.", (void *)4},
+    {"begun", (getter)flusher_get, NULL, "Syncs started so far (a put requested after a change joins a later one).",
+     (void *)5},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SyncFlusherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rocketmq_tx._speedups.SyncFlusher",
+    .tp_basicsize = sizeof(SyncFlusherObject),
+    .tp_dealloc = (destructor)flusher_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The SYNC_FLUSH group commit's fdatasync thread, running without the GIL.",
+    .tp_methods = flusher_methods,
+    .tp_getset = flusher_getset,
+    .tp_init = (initproc)flusher_init,
+    .tp_new = PyType_GenericNew,
+};
 
 /* ---------------------------------------------------------------- ROCKETMQ binary header */
 
@@ -1271,5 +1727,16 @@ PyMODINIT_FUNC PyInit__speedups(void)
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
     }
-    return PyModule_Create(&module);
+    pthread_condattr_init(&monotonic_condattr);
+    pthread_condattr_setclock(&monotonic_condattr, CLOCK_MONOTONIC);
+    if (PyType_Ready(&SyncFlusherType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "SyncFlusher", (PyObject *)&SyncFlusherType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

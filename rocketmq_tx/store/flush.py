@@ -7,7 +7,9 @@ Flushing without a scheduler of its own.
   (:class:`GroupCommitRequest`); one
   :meth:`GroupCommitService.commit` call takes the batch, does a single flush and completes it.
   A batch still not on disk ``syncFlushTimeout`` after its first put completes as
-  FLUSH_DISK_TIMEOUT.
+  FLUSH_DISK_TIMEOUT. While a :class:`StoreDriver` runs it, the fdatasync itself moves to the
+  C accelerator's ``SyncFlusher``, a thread without the GIL that starts syncing as soon as a
+  put asks for it; the Python side then only waits and completes the batches.
 * :class:`FlushRealTimeService` (ASYNC_FLUSH, Java ``FlushRealTimeService``): a ``run_once``
   the broker calls every ``flushIntervalCommitLog`` ms.
 * :class:`StoreDriver`: a small stdlib-threading driver running all of the store's periodic
@@ -18,6 +20,7 @@ Flushing without a scheduler of its own.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Callable
@@ -48,7 +51,7 @@ class GroupCommitRequest:
     :ivar count: puts in the batch.
     """
 
-    __slots__ = ("next_offset", "deadline", "count", "_status", "_waiters", "_callbacks")
+    __slots__ = ("next_offset", "deadline", "count", "_status", "_waiters", "_callbacks", "_native", "epoch")
 
     _callbacks_lock = threading.Lock()
 
@@ -59,6 +62,10 @@ class GroupCommitRequest:
         self._status: PutMessageStatus | None = None
         self._waiters: list = []
         self._callbacks: list[Callable[["GroupCommitRequest"], object]] = []
+        #: the SyncFlusher syncing this batch, if any: a waiter can see its progress directly
+        self._native = None
+        #: the flusher's count of syncs begun when the batch opened
+        self.epoch = 0
 
     def done(self) -> bool:
         return self._status is not None
@@ -68,6 +75,11 @@ class GroupCommitRequest:
         status = self._status
         if status is not None:
             return status
+        native = self._native
+        # On disk is on disk: the waiter need not wait for the group commit thread's word.
+        # Anything else (a failing disk, a timeout) is for that thread to decide, below.
+        if native is not None and native.wait(self.next_offset, 1.0 if timeout is None else timeout, True):
+            return PutMessageStatus.PUT_OK
         waiter = threading.Lock()
         waiter.acquire()
         # Registered before the second look: set_result writes the status before it releases
@@ -121,19 +133,64 @@ class GroupCommitService:
         #: set by a driver thread that calls :meth:`commit` in a loop
         self.has_driver = False
         self.commits = 0
+        #: the C accelerator's SyncFlusher while attached (:meth:`attach_native`)
+        self.native = None
+        self._on_native_flushed: Callable[[int], object] | None = None
+        self._native_error = 0
+
+    def attach_native(self, flusher, on_flushed: Callable[[int], object]) -> None:
+        """
+        Let *flusher* (a started ``_speedups.SyncFlusher``) do the syncing: puts request
+        their offsets from it, and :meth:`commit` waits for it instead of flushing, then
+        reports each new flushed offset to *on_flushed*.
+        """
+        with self._cond:
+            self.native = flusher
+            self._on_native_flushed = on_flushed
+
+    def detach_native(self):
+        """Back to flushing from Python; returns the flusher (not stopped)."""
+        with self._cond:
+            flusher, self.native = self.native, None
+            self._on_native_flushed = None
+            for batch in self._waiting:
+                batch._native = None
+            if self._batch is not None:
+                self._batch._native = None
+        return flusher
 
     def put_request(self, next_offset: int) -> GroupCommitRequest:
         """Wait for *next_offset* to be on disk: the future of the batch the put joins."""
         with self._cond:
             batch = self._batch
+            native = self.native
+            if batch is not None and native is not None and batch.epoch != native.begun:
+                # a sync began since the batch opened, and may cover it: later puts, which it
+                # cannot cover, start a batch of their own instead of holding its waiters up
+                self._waiting.append(batch)
+                batch = self._batch = None
             if batch is None:
                 batch = self._batch = GroupCommitRequest(next_offset, self._now() + self.timeout)
+                if native is not None:
+                    batch._native = native
+                    batch.epoch = native.begun
                 self._cond.notify()
             else:
                 if next_offset > batch.next_offset:
                     batch.next_offset = next_offset
                 batch.count += 1
-            return batch
+                native = batch._native
+        if native is not None:
+            native.request(next_offset)
+        return batch
+
+    def flush_soon(self, offset: int) -> None:
+        """A put that does not wait (``WAIT=false``): sync it without holding anyone up."""
+        native = self.native
+        if native is not None:
+            native.request(offset)
+        else:
+            self.wakeup()
 
     def pending(self) -> int:
         with self._cond:
@@ -159,11 +216,24 @@ class GroupCommitService:
             self._waiting = []
         if not batches:
             return 0
-        try:
-            flushed = self._flush()
-        except Exception:
-            log.exception("group commit flush failed")
-            flushed = -1
+        native, on_flushed = self.native, self._on_native_flushed
+        if native is not None and on_flushed is not None:
+            # the C thread is already syncing: wait (without the GIL) until it passes the
+            # oldest batch, then complete every batch it covers
+            native.wait(min(b.next_offset for b in batches), self.timeout, True)
+            flushed = native.flushed
+            error = native.error
+            if error != self._native_error:
+                self._native_error = error
+                if error:
+                    log.error("group commit flush failed: %s", os.strerror(error))
+            on_flushed(flushed)
+        else:
+            try:
+                flushed = self._flush()
+            except Exception:
+                log.exception("group commit flush failed")
+                flushed = -1
         self.commits += 1
         now = self._now()
         remaining = []
@@ -228,6 +298,7 @@ class StoreDriver:
         gc = store.group_commit_service
         if gc is not None:
             gc.has_driver = True
+            store.attach_sync_flusher()
             self._spawn("group-commit", self._group_commit_loop)
         else:
             self._spawn("flush-commitlog", self._periodic(store.config.flush_interval_commit_log / 1000.0,
@@ -282,6 +353,7 @@ class StoreDriver:
         for t in self._threads:
             t.join(5)
         if gc is not None:
+            self.store.detach_sync_flusher()
             gc.has_driver = False
             gc.commit()
         self._threads = []

@@ -249,6 +249,9 @@ class MappedFileQueue:
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self.store_timestamp = 0
+        #: called with each new file before anything is written to it (the C group commit
+        #: flusher registers it); an exception fails the creation
+        self.on_create: Optional[Callable[[MappedFile], object]] = None
 
     # -- loading
 
@@ -307,6 +310,12 @@ class MappedFileQueue:
         os.makedirs(self.store_path, exist_ok=True)
         f = MappedFile(os.path.join(self.store_path, file_name(offset)), self.mapped_file_size)
         f.first_create_in_queue = first_in_queue
+        if self.on_create is not None:
+            try:
+                self.on_create(f)
+            except Exception as e:
+                f.destroy()
+                raise OSError(f"cannot register {f.path} for flushing: {e}") from e
         self.files = self.files + [f]
         return f
 
@@ -361,6 +370,20 @@ class MappedFileQueue:
             if not (f.is_full() and f.flushed_position >= f.file_size) or not moved:
                 break
         return self.flushed_where == start
+
+    def mark_flushed(self, offset: int) -> None:
+        """Record that a sync done elsewhere (the C group commit flusher) covered *offset*."""
+        if offset <= self.flushed_where:
+            return
+        for f in reversed(self.files):
+            if f.file_from_offset >= offset:
+                continue
+            if f.flushed_position >= f.file_size:
+                break
+            pos = min(offset - f.file_from_offset, f.file_size)
+            if pos > f.flushed_position:
+                f.flushed_position = pos
+        self.flushed_where = offset
 
     # -- truncation and deletion
 
@@ -456,10 +479,18 @@ class PageWarmer:
     ``MADV_POPULATE_WRITE`` through the C accelerator with the GIL released; nothing is
     written, so a page being appended to concurrently is never touched. Without the
     accelerator, or on a kernel without it (before 5.14), the warmer stays off.
+
+    With SYNC_FLUSH the store uses ``MADV_POPULATE_READ`` instead (``write=False``): pages
+    populated for writing are dirty, and the next group commit's fdatasync would write the
+    whole window of zeros (tens of milliseconds) while its puts wait. Read-populated pages
+    are in the page cache and mapped, so a first write still takes a fault, but a small one.
     """
 
-    def __init__(self, window: int = 8 << 20) -> None:
+    def __init__(self, window: int = 8 << 20, write: bool = True) -> None:
         self.window = window
+        #: populate as a write would (mapped writable, dirty) or as a read (mapped, clean):
+        #: SYNC_FLUSH wants clean pages, or each fdatasync would write the window's zeros
+        self.write = write
         self.enabled = speedups is not None
         #: the physical offset whose crossing asks for the next window
         self.mark = 0
@@ -498,7 +529,7 @@ class PageWarmer:
             return
         f, start, end = job
         try:
-            err = speedups.populate(f.mm, start, end)
+            err = speedups.populate(f.mm, start, end, self.write)
         except (ValueError, BufferError):  # the file was closed meanwhile
             return
         if err:
