@@ -300,9 +300,11 @@ def test_clustering_two_consumers(java_peer, broker):
     after = bodies(out["after"])
     assert set(after) == {f"after-{i}" for i in range(12)} and max(after.values()) == 1, after
     assert {d["who"] for d in out["after"]} == {0}
-    # long polling: a message sent to an idle consumer arrives at once, not after a poll period
+    # long polling: a message sent to an idle consumer arrives when it is stored, not when the
+    # parked pull times out (the push consumer parks pulls for 15 s). The bound leaves room for
+    # a loaded CI machine: one run's median was 1.4 s there, against tens of ms when idle.
     latency = sorted(d["at"] - d["bornTimestamp"] for d in out["deliveries"] if d["body"].startswith("m-"))
-    assert latency[len(latency) // 2] < 1000, latency
+    assert latency[len(latency) // 2] < 5000, latency
 
 
 def test_broadcasting(java_peer, broker):

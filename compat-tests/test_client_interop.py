@@ -34,7 +34,9 @@ import javaharness as jh
 import rocketmq_java as rj
 import txbroker as txb
 from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
+from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import Message
+from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import MQBrokerError
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import PullStatus, SendStatus
@@ -77,13 +79,12 @@ def cluster(request, tmp_path_factory):
         ns.stop(grace=3)
 
 
-def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> None:
+def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> TopicRouteData:
     deadline = time.monotonic() + timeout
     with BlockingMQClient(namesrv) as client:
         while True:
             try:
-                client.route(topic, refresh=True)
-                return
+                return client.route(topic, refresh=True)
             except MQBrokerError:
                 if time.monotonic() > deadline:
                     raise
@@ -339,8 +340,12 @@ def start_txclient(*args: str) -> jh.JavaProcess:
     return jh.JavaProcess(proc, argv, err)
 
 
-def collect(procs: dict[str, jh.JavaProcess], until: Callable[[list[dict]], bool], timeout: float) -> list[dict]:
-    """JSON message lines (tagged with "who") from every process until *until* holds or *timeout* passes."""
+def collect(procs: dict[str, jh.JavaProcess], until: Callable[[list[dict]], bool], timeout: float,
+            assigned: dict[str, list[str]] | None = None) -> list[dict]:
+    """
+    JSON message lines (tagged with "who") from every process until *until* holds or
+    *timeout* passes; each process's latest {"assigned": [...]} goes to *assigned*.
+    """
     got: list[dict] = []
     deadline = time.monotonic() + timeout
     while not until(got) and time.monotonic() < deadline:
@@ -351,7 +356,16 @@ def collect(procs: dict[str, jh.JavaProcess], until: Callable[[list[dict]], bool
                 continue
             if line and line.startswith("{") and '"body"' in line:
                 got.append({**json.loads(line), "who": who})
+            elif line and line.startswith('{"assigned"') and assigned is not None:
+                assigned[who] = json.loads(line)["assigned"]
     return got
+
+
+def partitioned(assigned: dict[str, list[str]], members: int, queues: set[str]) -> bool:
+    """Whether *members* consumers each own some queues, none twice, and all of *queues* between them."""
+    owned = [set(q) for q in assigned.values()]
+    return (len(owned) == members and all(owned) and sum(map(len, owned)) == len(queues)
+            and set().union(*owned) == queues)
 
 
 def test_java_producer_to_our_push_consumer(cluster):
@@ -382,17 +396,21 @@ def share_a_group_with_java(cluster, topic: str, group: str, txclient_mode: str)
     with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
         for i in range(8):
             producer.send(Message(topic, f"first-{i}".encode()))
-    wait_for_route(cluster["namesrv"], topic)
+    route = wait_for_route(cluster["namesrv"], topic)
+    queues = {f"{q.broker_name}/{q.queue_id}" for q in subscribe_queues(topic, route)}
     java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
                                                               "120"], ready=r"READY (\d+)")
     ours = start_txclient(txclient_mode, cluster["namesrv"], group, topic, "120")
     procs = {"java": java, "tx": ours}
+    assigned: dict[str, list[str]] = {}
     try:
         ours.wait_for(r'"ready"', 60)
-        first = collect(procs, lambda g: {m["body"] for m in g} >= {f"first-{i}" for i in range(8)}, 60)
+        first = collect(procs, lambda g: {m["body"] for m in g} >= {f"first-{i}" for i in range(8)}, 60, assigned)
         assert {m["body"] for m in first} >= {f"first-{i}" for i in range(8)}
-        # Let both finish rebalancing (each rebalances at once on the broker's notification).
-        settle = collect(procs, lambda g: False, 3)
+        # Both have rebalanced (each does at once on the broker's notification) once their
+        # queues split the topic's between them.
+        settle = collect(procs, lambda g: partitioned(assigned, 2, queues), 60, assigned)
+        assert partitioned(assigned, 2, queues), assigned
         wanted = {f"second-{i}" for i in range(40)}
         with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
             for body in sorted(wanted):

@@ -11,13 +11,15 @@ per process, so the pytest process stays reactor-free). JSON lines on stdout.
       line per message and then {"done": true, "received": n, "committed": {queue: offset}}.
   python txclient.py push NAMESRV GROUP TOPIC TIMEOUT [MAX_RECONSUME_TIMES]
       PushConsumer (from the first offset) of TOPIC: {"ready": true} once started, one line
-      per message (with "queues": the queues owned then), for TIMEOUT seconds. With
-      MAX_RECONSUME_TIMES the listener answers RECONSUME_LATER to everything.
+      per message (with "queues": the queues owned then), for TIMEOUT seconds, and
+      {"assigned": [...]} whenever the queues it owns change. With MAX_RECONSUME_TIMES the
+      listener answers RECONSUME_LATER to everything.
   python txclient.py broadcast NAMESRV GROUP TOPIC TIMEOUT OFFSET_DIR
       Like push, with message_model=BROADCASTING and offsets under OFFSET_DIR.
   python txclient.py litesubscribe NAMESRV GROUP TOPIC TIMEOUT
       LitePullConsumer.subscribe(TOPIC) (from the first offset, auto-commit): {"ready": true}
-      once started, then one line per polled message with the queues owned at the time.
+      once started, then one line per polled message with the queues owned at the time, and
+      {"assigned": [...]} whenever they change.
   python txclient.py orderly NAMESRV GROUP TOPIC TIMEOUT
       PushConsumer with an orderly listener, from the first offset: like push, but the
       first delivery of every message whose body ends in ":0" is suspended (redelivered
@@ -30,7 +32,7 @@ import json
 import sys
 
 from twisted.internet.defer import ensureDeferred
-from twisted.internet.task import deferLater, react
+from twisted.internet.task import LoopingCall, deferLater, react
 
 from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
 from rocketmq_tx.client.push import BROADCASTING, ConsumeOrderlyStatus
@@ -38,6 +40,22 @@ from rocketmq_tx.client.push import BROADCASTING, ConsumeOrderlyStatus
 
 def out(obj: object) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
+
+
+def report_assignment(reactor, owned) -> LoopingCall:  # type: ignore[no-untyped-def]
+    """Print {"assigned": [...]} each time owned() (sorted "broker/queue" names) changes."""
+    last: list = [None]
+
+    def check() -> None:
+        now = owned()
+        if now != last[0]:
+            last[0] = now
+            out({"assigned": now})
+
+    call = LoopingCall(check)
+    call.clock = reactor
+    call.start(0.05)
+    return call
     sys.stdout.flush()
 
 
@@ -81,18 +99,23 @@ async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # t
     status = ConsumeStatus.CONSUME_SUCCESS if max_reconsume_times is None else ConsumeStatus.RECONSUME_LATER
     consumer.subscribe(topic, "*")
 
+    def owned() -> list[str]:
+        return sorted(f"{q.broker_name}/{q.queue_id}" for q in consumer.queues if q.topic == topic)
+
     def listener(msgs):  # type: ignore[no-untyped-def]
-        owned = sorted(f"{q.broker_name}/{q.queue_id}" for q in consumer.queues if q.topic == topic)
+        queues = owned()
         for m in msgs:
             out({"body": m.body.decode(), "msgId": m.msg_id, "queueId": m.queue_id, "queueOffset": m.queue_offset,
-                 "tags": m.tags, "keys": " ".join(m.keys), "props": m.properties, "queues": owned,
+                 "tags": m.tags, "keys": " ".join(m.keys), "props": m.properties, "queues": queues,
                  "topic": m.topic, "reconsumeTimes": m.reconsume_times})
         return status
 
     consumer.register_listener(listener)
     async with consumer:
         out({"ready": True, "clientId": consumer.instance.client_id})
+        reporting = report_assignment(reactor, owned)
         await deferLater(reactor, float(timeout), lambda: None)
+        reporting.stop()
 
 
 async def broadcast(reactor, namesrv: str, group: str, topic: str, timeout: str,  # type: ignore[no-untyped-def]
@@ -115,14 +138,18 @@ async def broadcast(reactor, namesrv: str, group: str, topic: str, timeout: str,
 async def litesubscribe(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
     consumer = LitePullConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe(topic)
+    def owned() -> list[str]:
+        return sorted(f"{q.broker_name}/{q.queue_id}" for q in consumer.assigned)
+
     async with consumer:
         out({"ready": True, "clientId": consumer.instance.client_id})
+        reporting = report_assignment(reactor, owned)
         deadline = reactor.seconds() + float(timeout)
         while reactor.seconds() < deadline:
             for m in await consumer.poll(1.0):
-                owned = sorted(f"{q.broker_name}/{q.queue_id}" for q in consumer.assigned)
-                out({"body": m.body.decode(), "queueId": m.queue_id, "queueOffset": m.queue_offset, "queues": owned,
+                out({"body": m.body.decode(), "queueId": m.queue_id, "queueOffset": m.queue_offset, "queues": owned(),
                      "topic": m.topic})
+        reporting.stop()
 
 
 async def orderly(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]

@@ -6,10 +6,12 @@ same settings.
 
     python3 bench/broker/run.py [--seconds 20] [--targets java,tx] [--java-broker 5.5.0|4.9.7]
                                 [--tx-mode separate|standalone] [--warmup 15] [--no-latency] [--keep]
+                                [--flush async|sync]
     python3 bench/broker/run.py --tls [--seconds 10] [--warmup 10] [--targets java,tx] ...
 
 For each target, in the order given, on fresh name server + broker processes and an empty
-store (ASYNC_FLUSH, autoCreateTopicEnable=true, Java's defaults otherwise):
+store (ASYNC_FLUSH, or SYNC_FLUSH with ``--flush sync``; autoCreateTopicEnable=true, Java's
+defaults otherwise):
 
 1. start-up: from the broker process's spawn until the first acknowledged send (a Python
    BlockingProducer retrying every 20 ms through the name server; the name server is
@@ -856,12 +858,16 @@ def main() -> None:
     parser.add_argument("--java-heap", default="8g",
                         help="the Java broker's -Xms/-Xmx (default 8g, runbroker.sh's)")
     parser.add_argument("--tx-mode", default="separate", choices=("separate", "standalone"))
+    parser.add_argument("--flush", default="async", choices=("async", "sync"),
+                        help="both brokers' flushDiskType: ASYNC_FLUSH (default) or SYNC_FLUSH (group commit)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the stores (bench/.work) and the Java homes with their logs (compat-tests/.work)")
     args = parser.parse_args()
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     if not targets or set(targets) - {"java", "tx"}:
         parser.error("--targets takes java and/or tx")
+    # both starters read BROKER_SETTINGS, and the results file records it
+    BROKER_SETTINGS["flushDiskType"] = "SYNC_FLUSH" if args.flush == "sync" else "ASYNC_FLUSH"
 
     # The start-up probe's refused connections are expected; keep the blocking client quiet.
     logging.getLogger("rocketmq_tx").setLevel(logging.ERROR)

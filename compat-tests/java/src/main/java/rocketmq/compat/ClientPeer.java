@@ -1,9 +1,11 @@
 package rocketmq.compat;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -65,7 +67,19 @@ public final class ClientPeer {
         consumer.start();
         Out.line("READY 0");
         long deadline = System.currentTimeMillis() + timeoutMs;
+        Set<String> assigned = null;
         while (unique.size() < count && System.currentTimeMillis() < deadline) {
+            // the queues this member owns after its latest rebalance, printed when they change
+            Set<String> now = new TreeSet<>();
+            consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().forEach((mq, pq) -> {
+                if (!pq.isDropped() && mq.getTopic().equals(topic)) {
+                    now.add(mq.getBrokerName() + "/" + mq.getQueueId());
+                }
+            });
+            if (!now.equals(assigned)) {
+                assigned = now;
+                Out.json(Json.obj("assigned", List.copyOf(now)));
+            }
             Thread.sleep(50);  // polling a set filled by the consumer's threads
         }
         Out.json(Json.obj("done", true, "unique", unique.size()));
