@@ -2,6 +2,7 @@
 Message store throughput, as ratios to raw sequential writes of the same bytes on the same disk.
 
     python bench/store.py [--dir DIR] [--messages N] [--file-mb 256] [--rounds 3] [--java 4|5]
+                          [--sync-only] [--python-flush]
 
 Cases, all in-process with 1 KiB bodies (plus TAGS, KEYS and UNIQ_KEY properties):
 * raw write: the same records written sequentially with os.write (page cache only);

@@ -40,6 +40,7 @@ from rocketmq_tx.client.push import BROADCASTING, ConsumeOrderlyStatus
 
 def out(obj: object) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
 
 
 def report_assignment(reactor, owned) -> LoopingCall:  # type: ignore[no-untyped-def]
@@ -56,7 +57,6 @@ def report_assignment(reactor, owned) -> LoopingCall:  # type: ignore[no-untyped
     call.clock = reactor
     call.start(0.05)
     return call
-    sys.stdout.flush()
 
 
 async def produce(reactor, namesrv: str, topic: str, count: str) -> None:  # type: ignore[no-untyped-def]
@@ -138,6 +138,7 @@ async def broadcast(reactor, namesrv: str, group: str, topic: str, timeout: str,
 async def litesubscribe(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
     consumer = LitePullConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe(topic)
+
     def owned() -> list[str]:
         return sorted(f"{q.broker_name}/{q.queue_id}" for q in consumer.assigned)
 
