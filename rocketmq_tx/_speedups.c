@@ -1064,7 +1064,7 @@ typedef struct {
 static void deadline_after(struct timespec *ts, double seconds)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
-    if (seconds < 0)
+    if (!(seconds > 0)) /* NaN too */
         seconds = 0;
     if (seconds > 1e6)
         seconds = 1e6;
@@ -1305,9 +1305,9 @@ static PyObject *flusher_request(SyncFlusherObject *self, PyObject *arg)
 
 /*
  * wait(offset, timeout, lead=False) -> bool: whether offset is flushed; False after timeout or
- * stop(). A leading waiter that finds no sync running does the sync itself, with the GIL
- * released, rather than wake the flusher thread and sleep until it is woken in turn: two
- * thread switches fewer, which is most of a sync's cost to a lone writer on a small VM.
+ * stop(). A leading waiter (with a timeout above 0: a zero one only looks) that finds no sync
+ * running does the sync itself, with the GIL released, rather than wake the flusher thread
+ * and sleep until that wakes it in turn: two thread switches fewer per sync.
  */
 static PyObject *flusher_wait(SyncFlusherObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1323,6 +1323,8 @@ static PyObject *flusher_wait(SyncFlusherObject *self, PyObject *const *args, Py
     int lead = 0;
     if (nargs == 3 && (lead = PyObject_IsTrue(args[2])) < 0)
         return NULL;
+    if (!(timeout > 0))
+        lead = 0;
     if (st == NULL) {
         PyErr_SetString(PyExc_ValueError, "SyncFlusher is not initialised");
         return NULL;
