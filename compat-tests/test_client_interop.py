@@ -399,7 +399,7 @@ def share_a_group_with_java(cluster, topic: str, group: str, txclient_mode: str)
     route = wait_for_route(cluster["namesrv"], topic)
     queues = {f"{q.broker_name}/{q.queue_id}" for q in subscribe_queues(topic, route)}
     java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
-                                                              "120"], ready=r"READY (\d+)")
+                                                              "120", "assigned"], ready=r"READY (\d+)")
     ours = start_txclient(txclient_mode, cluster["namesrv"], group, topic, "120")
     procs = {"java": java, "tx": ours}
     assigned: dict[str, list[str]] = {}

@@ -20,11 +20,12 @@ import org.apache.rocketmq.common.message.MessageExt;
  * The official producer or push consumer as a peer of rocketmq-tx's client, speaking JSON lines.
  *
  * Usage:
- *   ClientPeer consume namesrvAddr topic group count timeoutSeconds
+ *   ClientPeer consume namesrvAddr topic group count timeoutSeconds [assigned]
  *     Push consumer (CONSUME_FROM_FIRST_OFFSET, tag *). Prints "READY 0" once started, then one
  *     line per message: {"topic","body","tags","keys","props","msgId","queueId","queueOffset","broker"}
  *     (body as UTF-8 text), then {"done": true, "unique": n} when count distinct bodies arrived or
- *     the timeout passed.
+ *     the timeout passed. With "assigned", also {"assigned": ["broker/queueId", ...]} whenever
+ *     the queues it owns change.
  *   ClientPeer produce namesrvAddr topic count
  *     Sends count messages synchronously: body "java-i", tag TagA (even i) / TagB (odd), key "jk-i",
  *     user property idx=i. One line per send: {"i","status","msgId","offsetMsgId","broker","queueId",
@@ -37,15 +38,16 @@ public final class ClientPeer {
     public static void main(String[] args) throws Exception {
         Quiet.init();
         if ("consume".equals(args[0])) {
-            consume(args[1], args[2], args[3], Integer.parseInt(args[4]), Long.parseLong(args[5]) * 1000L);
+            consume(args[1], args[2], args[3], Integer.parseInt(args[4]), Long.parseLong(args[5]) * 1000L,
+                args.length > 6 && "assigned".equals(args[6]));
         } else {
             produce(args[1], args[2], Integer.parseInt(args[3]));
         }
         System.exit(0);
     }
 
-    private static void consume(String namesrv, String topic, String group, int count, long timeoutMs)
-        throws Exception {
+    private static void consume(String namesrv, String topic, String group, int count, long timeoutMs,
+                                boolean reportAssigned) throws Exception {
         Set<String> unique = ConcurrentHashMap.newKeySet();
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
@@ -69,16 +71,18 @@ public final class ClientPeer {
         long deadline = System.currentTimeMillis() + timeoutMs;
         Set<String> assigned = null;
         while (unique.size() < count && System.currentTimeMillis() < deadline) {
-            // the queues this member owns after its latest rebalance, printed when they change
-            Set<String> now = new TreeSet<>();
-            consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().forEach((mq, pq) -> {
-                if (!pq.isDropped() && mq.getTopic().equals(topic)) {
-                    now.add(mq.getBrokerName() + "/" + mq.getQueueId());
+            if (reportAssigned) {
+                // the queues this member owns after its latest rebalance, printed when they change
+                Set<String> now = new TreeSet<>();
+                consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().forEach((mq, pq) -> {
+                    if (!pq.isDropped() && mq.getTopic().equals(topic)) {
+                        now.add(mq.getBrokerName() + "/" + mq.getQueueId());
+                    }
+                });
+                if (!now.equals(assigned)) {
+                    assigned = now;
+                    Out.json(Json.obj("assigned", List.copyOf(now)));
                 }
-            });
-            if (!now.equals(assigned)) {
-                assigned = now;
-                Out.json(Json.obj("assigned", List.copyOf(now)));
             }
             Thread.sleep(50);  // polling a set filled by the consumer's threads
         }
