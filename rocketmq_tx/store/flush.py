@@ -70,15 +70,21 @@ class GroupCommitRequest:
     def done(self) -> bool:
         return self._status is not None
 
-    def result(self, timeout: float | None = None) -> PutMessageStatus:
-        """The batch's status; raises ``concurrent.futures.TimeoutError`` after *timeout*."""
+    def result(self, timeout: float | None = None, offset: int | None = None) -> PutMessageStatus:
+        """
+        The batch's status; raises ``concurrent.futures.TimeoutError`` after *timeout*.
+
+        :param offset: the caller's own end offset, when it knows it: with the C flusher it
+            is done once that is on disk, without waiting for the batch's later puts.
+        """
         status = self._status
         if status is not None:
             return status
         native = self._native
         # On disk is on disk: the waiter need not wait for the group commit thread's word.
         # Anything else (a failing disk, a timeout) is for that thread to decide, below.
-        if native is not None and native.wait(self.next_offset, 1.0 if timeout is None else timeout, True):
+        if native is not None and native.wait(self.next_offset if offset is None else offset,
+                                              1.0 if timeout is None else timeout, True):
             return PutMessageStatus.PUT_OK
         waiter = threading.Lock()
         waiter.acquire()

@@ -528,17 +528,13 @@ class DefaultMessageStore:
         assert gc is not None
         if not gc.has_driver:
             gc.commit()
-        timeout = self.config.sync_flush_timeout / 1000.0 + 0.5
-        native = fut._native
         append = result.append_result
-        if native is not None and native.wait(append.wrote_offset + append.wrote_bytes, timeout, True):
-            # on disk: no need to wait for the rest of the batch, nor for the commit thread
-            result.status = PutMessageStatus.PUT_OK
-        else:
-            try:
-                result.status = fut.result(timeout=timeout)
-            except FutureTimeout:
-                result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        try:
+            # this put's own end: on disk, it need not wait for the rest of its batch
+            result.status = fut.result(self.config.sync_flush_timeout / 1000.0 + 0.5,
+                                       append.wrote_offset + append.wrote_bytes)
+        except FutureTimeout:
+            result.status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         result.flush_future = None
         if result.status is not PutMessageStatus.PUT_OK:
             log.error("put: flush to disk timed out (syncFlushTimeout %d ms)", self.config.sync_flush_timeout)
