@@ -33,6 +33,7 @@ import sys
 
 from twisted.internet.defer import ensureDeferred
 from twisted.internet.task import LoopingCall, deferLater, react
+from twisted.logger import globalLogBeginner, textFileLogObserver
 
 from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
 from rocketmq_tx.client.push import BROADCASTING, ConsumeOrderlyStatus
@@ -181,4 +182,7 @@ def main(reactor, mode: str, *args: str):  # type: ignore[no-untyped-def]
 
 
 if __name__ == "__main__":
+    # The client's warnings (failed commits, rebalances) go to stderr, which the tests
+    # show when an assertion fails.
+    globalLogBeginner.beginLoggingTo([textFileLogObserver(sys.stderr)], redirectStandardIO=False)
     react(main, sys.argv[1:])

@@ -202,7 +202,7 @@ class LitePullConsumer:
 
     @inlineCallbacks
     def _rebalance(self):  # type: ignore[no-untyped-def]
-        wanted = yield self.rebalance_impl.allocate(list(self._subscribed))
+        wanted = yield self.rebalance_impl.allocate(list(self._subscribed), owned=self.assigned)
         if not self.running:
             return
         dropped = {mq: self.consumed[mq] for mq in self.assigned if mq not in wanted and mq in self.consumed}

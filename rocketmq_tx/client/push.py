@@ -344,7 +344,8 @@ class PushConsumer:
     @inlineCallbacks
     def _rebalance(self):  # type: ignore[no-untyped-def]
         wanted = yield self.rebalance_impl.allocate(list(self.subscriptions),
-                                                    broadcasting=self.message_model == BROADCASTING)
+                                                    broadcasting=self.message_model == BROADCASTING,
+                                                    owned=list(self.queues))
         if not self.running:
             return
         dropped = [mq for mq in self.queues if mq not in wanted]
@@ -432,17 +433,22 @@ class PushConsumer:
     @inlineCallbacks
     def reset_offset(self, offsets: dict[MessageQueue, int]):  # type: ignore[no-untyped-def]
         """
-        Move the group to *offsets* (what a broker's RESET_CONSUMER_CLIENT_OFFSET asks): the
-        owned queues among them are dropped, their offsets committed, and the next
-        rebalance picks them up again from there.
+        Move the group to *offsets* (what a broker's RESET_CONSUMER_CLIENT_OFFSET asks): each
+        owned queue among them gets a fresh process queue that pulls from its new offset,
+        and the offset is committed. The old one is dropped: what it still has in flight
+        is discarded. The new pull does not wait for the commit or read the offset back, so
+        a commit that fails or is answered late cannot undo the reset.
         """
-        mine = [mq for mq in sorted(offsets) if mq in self.queues]
-        for mq in mine:
-            self.queues.pop(mq).dropped = True
-            yield self._commit_one(mq, offsets[mq])  # other members' queues are theirs to move
-        yield self.rebalance()
-        if any(mq not in self.queues for mq in mine) and self.running:
-            yield self.rebalance()  # the one in progress had started before the reset
+        for mq in sorted(offsets):
+            old = self.queues.get(mq)
+            if old is None:
+                continue  # other members' queues are theirs to move
+            old.dropped = True
+            pq = self.queues[mq] = _ProcessQueue(mq)
+            pq.offset = offsets[mq]
+            pq.locked_at = old.locked_at
+            self._pull_loop(pq)
+        yield DeferredList([self._commit_one(mq, offsets[mq]) for mq in sorted(offsets) if mq in self.queues])
 
     # ------------------------------------------------------------ pulling
     @inlineCallbacks

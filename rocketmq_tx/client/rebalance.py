@@ -58,13 +58,22 @@ class RebalanceImpl:
         return d
 
     @inlineCallbacks
-    def allocate(self, topics: Iterable[str], *, broadcasting: bool = False):  # type: ignore[no-untyped-def]
+    def allocate(self, topics: Iterable[str], *, broadcasting: bool = False,  # type: ignore[no-untyped-def]
+                 owned: Iterable[MessageQueue] = ()):
         """
         The queues this member should own now: every readable queue of *topics* when
         *broadcasting*, else its share among the group's members as the brokers list them.
-        A topic without a route (yet) or whose member list cannot be read contributes none.
+        A topic without a route or whose member list cannot be read keeps the queues of
+        *owned* it has, as Java's ``rebalanceByTopic`` leaves a topic alone then: a slow
+        broker must not make every member drop its queues (and a reset offset meant for
+        them) until the next rebalance.
         """
         topics = list(topics)
+        owned = list(owned)
+
+        def keep(topic: str) -> set[MessageQueue]:
+            return {mq for mq in owned if mq.topic == topic}
+
         routes = {}
         for topic in topics:
             try:
@@ -82,7 +91,11 @@ class RebalanceImpl:
                 except Exception as e:
                     log.warn("no route for {topic}: {error}", topic=topic, error=e)
         wanted: set[MessageQueue] = set()
-        for topic, route in routes.items():
+        for topic in topics:
+            route = routes.get(topic)
+            if route is None:
+                wanted |= keep(topic)
+                continue
             mq_all = subscribe_queues(topic, route)
             if not mq_all:
                 continue
@@ -90,19 +103,21 @@ class RebalanceImpl:
                 wanted.update(mq_all)
                 continue
             cid_all = yield self.consumer_ids(mq_all[0])
-            if cid_all:
+            if cid_all is None:
+                wanted |= keep(topic)
+            else:
                 wanted.update(self.strategy(self.instance.client_id, mq_all, cid_all))
         return wanted
 
     @inlineCallbacks
     def consumer_ids(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        """GET_CONSUMER_LIST_BY_GROUP from *mq*'s broker; ``[]`` when it does not answer."""
+        """GET_CONSUMER_LIST_BY_GROUP from *mq*'s broker; ``None`` when it does not answer."""
         try:
             response = yield self.instance.invoke_broker(mq, api.consumer_list_request(self.group))
             return api.parse_consumer_list_response(response)
         except Exception as e:
             log.warn("consumer list of {group} failed: {error}", group=self.group, error=e)
-            return []
+            return None
 
 
 @implementer(IRequestProcessor)

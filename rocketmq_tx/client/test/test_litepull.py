@@ -168,6 +168,15 @@ class SubscribeTests(SynchronousTestCase):
         self.net.flush()
         self.assertEqual(self.consumer.assigned, [MQ0, MQ1])
 
+    def test_unanswered_member_list_keeps_the_assignment(self) -> None:
+        self.consumer.subscribe("T")
+        self.consumer.start()
+        self.net.flush()
+        self.cluster.script(RequestCode.GET_CONSUMER_LIST_BY_GROUP, ResponseCode.SYSTEM_ERROR)
+        self.net.advance(20)  # the periodic rebalance meets the refusal
+        self.assertEqual(len(self.cluster.requests(RequestCode.GET_CONSUMER_LIST_BY_GROUP)), 2)
+        self.assertEqual(self.consumer.assigned, [MQ0, MQ1])
+
     def test_subscribe_and_assign_exclude_each_other(self) -> None:
         self.consumer.subscribe("T")
         with self.assertRaisesRegex(MQClientError, "mutually exclusive"):

@@ -8,7 +8,7 @@ from rocketmq_tx.client import Message, MessageQueue, Producer
 from rocketmq_tx.client.instance import MQClientInstance
 from rocketmq_tx.client.litepull import CONSUME_FROM_FIRST_OFFSET
 from rocketmq_tx.client.push import ConsumeOrderlyStatus, ConsumeStatus, PushConsumer
-from rocketmq_tx.remoting import RemotingCommand, RequestCode
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers.client import ConsumerSendMsgBackRequestHeader
 from rocketmq_tx.testing.fakebroker import FakeCluster
 from rocketmq_tx.testing.fakenet import FakeNetwork
@@ -134,6 +134,38 @@ class PushTests(SynchronousTestCase):
         self.net.advance(1.0)
         self.assertEqual([m.body for m in self.received], [b"m0", b"m1", b"m0", b"m1"])
         self.assertNotIn(("CG", "T", 5), self.cluster.offsets)
+
+    def test_reset_offset_survives_a_failed_commit(self) -> None:
+        """The rewound queue pulls from the reset offset itself; a commit the broker refuses does not undo it."""
+        for i in range(2):
+            self.send(f"m{i}".encode(), 0)
+        consumer = self.consumer()
+        consumer.start()
+        self.net.flush()
+        self.net.advance(5.0)  # offsets committed: a read-back would answer 2
+        self.assertEqual(self.cluster.offsets[("CG", "T", 0)], 2)
+        self.cluster.script(RequestCode.UPDATE_CONSUMER_OFFSET, ResponseCode.SYSTEM_ERROR)
+        body = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0}}'
+        self.net.servers[BROKER].send_oneway(RemotingCommand.request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET, {"topic": "T", "group": "CG", "timestamp": "0",
+                                                       "isForce": "true"}, body, oneway=True))
+        self.net.flush()
+        self.net.advance(1.0)
+        self.assertEqual([m.body for m in self.received], [b"m0", b"m1", b"m0", b"m1"])
+        self.assertEqual(len([q for q in consumer.queues if q.topic == "T"]), 4)
+
+    def test_unanswered_member_list_keeps_queues(self) -> None:
+        """Java's rebalanceByTopic: no member list (the broker timed out), no change; not a drop of everything."""
+        consumer = self.consumer()
+        consumer.start()
+        self.net.flush()
+        before = dict(consumer.queues)
+        self.cluster.script(RequestCode.GET_CONSUMER_LIST_BY_GROUP, ResponseCode.SYSTEM_ERROR,
+                            ResponseCode.SYSTEM_ERROR)
+        self.net.advance(20)  # the periodic rebalance, both topics' member lists refused
+        self.assertEqual(len(self.cluster._scripts[(RequestCode.GET_CONSUMER_LIST_BY_GROUP, None)]), 0)
+        self.assertEqual(consumer.queues, before)
+        self.assertFalse(any(pq.dropped for pq in consumer.queues.values()))
 
     def test_consume_from_timestamp(self) -> None:
         for i in range(3):
