@@ -22,6 +22,7 @@ import pytest
 import javaharness as jh
 import rocketmq_java as rj
 import txharness as txh
+from txbroker import cluster_info
 from rocketmq_tx.blocking import BlockingRemotingClient
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.common import fastjson
@@ -56,13 +57,6 @@ def cluster(java_peer, tmp_path_factory):
             broker.stop()
         java_ns.stop()
         tx.stop()
-
-
-def cluster_info(addr: str) -> dict:
-    with BlockingRemotingClient() as client:
-        response = client.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
-    assert response.code == ResponseCode.SUCCESS, response
-    return fastjson.loads(response.body)
 
 
 def wait_for_broker(addr: str, name: str, present: bool = True, timeout: float = 60.0) -> float:

@@ -150,7 +150,14 @@ def start_tx_namesrv(tmp: Path, **settings: object) -> tuple[txh.TxProcess, str]
 
 def cluster_info(namesrv: str, tls: Optional[TlsSettings] = None) -> dict:
     with BlockingRemotingClient(tls=tls) as client:
-        response = client.invoke(namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        for _ in range(10):
+            response = client.invoke(namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+            # The 4.9 Java name server serializes its live route maps outside its lock
+            # (RouteInfoManager.getAllClusterInfo), so an answer given while a broker
+            # (un)registers can be SYSTEM_ERROR "ConcurrentModificationException": ask again.
+            if not (response.code == ResponseCode.SYSTEM_ERROR
+                    and "ConcurrentModificationException" in (response.remark or "")):
+                break
     assert response.code == ResponseCode.SUCCESS, response
     return fastjson.loads(response.body)
 

@@ -60,6 +60,17 @@ def report_assignment(reactor, owned) -> LoopingCall:  # type: ignore[no-untyped
     return call
 
 
+async def run_push(reactor, consumer: PushConsumer, timeout: str, owned=None) -> None:  # type: ignore[no-untyped-def]
+    """Start *consumer*, print {"ready": ...}, consume for *timeout* seconds (printing the
+    assignment whenever owned(), if given, changes), then stop it."""
+    async with consumer:
+        out({"ready": True, "clientId": consumer.instance.client_id})
+        reporting = report_assignment(reactor, owned) if owned is not None else None
+        await deferLater(reactor, float(timeout), lambda: None)
+        if reporting is not None:
+            reporting.stop()
+
+
 async def produce(reactor, namesrv: str, topic: str, count: str) -> None:  # type: ignore[no-untyped-def]
     async with Producer("TX_PG", namesrv, reactor) as producer:
         for i in range(int(count)):
@@ -112,11 +123,7 @@ async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # t
         return status
 
     consumer.register_listener(listener)
-    async with consumer:
-        out({"ready": True, "clientId": consumer.instance.client_id})
-        reporting = report_assignment(reactor, owned)
-        await deferLater(reactor, float(timeout), lambda: None)
-        reporting.stop()
+    await run_push(reactor, consumer, timeout, owned)
 
 
 async def broadcast(reactor, namesrv: str, group: str, topic: str, timeout: str,  # type: ignore[no-untyped-def]
@@ -131,9 +138,7 @@ async def broadcast(reactor, namesrv: str, group: str, topic: str, timeout: str,
         return ConsumeStatus.CONSUME_SUCCESS
 
     consumer.register_listener(listener)
-    async with consumer:
-        out({"ready": True, "clientId": consumer.instance.client_id})
-        await deferLater(reactor, float(timeout), lambda: None)
+    await run_push(reactor, consumer, timeout)
 
 
 async def litesubscribe(reactor, namesrv: str, group: str, topic: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
@@ -170,9 +175,7 @@ async def orderly(reactor, namesrv: str, group: str, topic: str, timeout: str) -
         return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if suspend else ConsumeOrderlyStatus.SUCCESS
 
     consumer.register_listener(listener, orderly=True)
-    async with consumer:
-        out({"ready": True, "clientId": consumer.instance.client_id})
-        await deferLater(reactor, float(timeout), lambda: None)
+    await run_push(reactor, consumer, timeout)
 
 
 def main(reactor, mode: str, *args: str):  # type: ignore[no-untyped-def]

@@ -37,7 +37,8 @@ The rocketmq_tx command lines are built by :func:`tx_command_lines` (one place t
 
 ``--tls`` (TLS compare, issue #7) measures only send TPS: for each target, plaintext and
 then TLS, each on fresh processes, a ``--warmup`` (default 10 s) and the Producer with 64
-threads and 1 thread (``--seconds``, default 10, after the first report). TLS is Java's
+threads and 1 thread (``--seconds``, default 10, after the first report), then our
+BlockingProducer with 1 thread for ``--seconds`` (see :func:`client_bound`). TLS is Java's
 test mode (self-signed, no verification) with the servers enforcing it (JAVA_TLS_SERVER,
 TX_TLS_SERVER; the clients: JAVA_TLS_CLIENT and a BlockingProducer over TLS). It prints
 TLS / plaintext per target and (tx ratio) / (Java ratio), above 1 when TLS costs rocketmq_tx
@@ -623,6 +624,8 @@ ROWS = [
     ("send failed, 64 threads", lambda r: r["send_64"]["send_failed"] + r["send_64"]["response_failed"], ""),
     ("send TPS, 1 thread", lambda r: r["send_1"]["send_tps"], ">= 1.0"),
     ("avg RT ms, 1 thread", lambda r: r["send_1"]["avg_rt_ms"], ""),
+    ("BlockingProducer avg RT ms, 1 thread", lambda r: r["py_send_1"]["avg_rt_ms"], ""),
+    ("BlockingProducer p50 RT ms, 1 thread", lambda r: r["py_send_1"]["p50_rt_ms"], ""),
     ("max RT ms, 1 thread", lambda r: r["send_1"]["max_rt_ms"], ""),
     ("p99 RT ms, 1 thread (SendLatency)", lambda r: r["latency_1"]["p99_ms"], "<= 1.0"),
     ("p50 RT ms, 1 thread (SendLatency)", lambda r: r["latency_1"]["p50_ms"], ""),
@@ -726,8 +729,38 @@ def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool
         out[f"send_{threads}"] = run_producer(cp, home, target.namesrv_addr, f"BenchSend{threads}", threads,
                                               seconds, tls=tls)
         rss[f"after_send_{threads}"] = rss_kib(target.broker_pid)
+    log(f"{target.name} {mode}: BlockingProducer, 1 thread, {seconds:.0f} s")
+    out["py_send_1"] = py_send_loop(target.namesrv_addr, "BenchSend1", seconds, tls)
     out["broker_rss_kib"] = rss
     return out
+
+
+def py_send_loop(namesrv_addr: str, topic: str, seconds: float, tls: bool) -> dict:
+    """
+    --tls: our BlockingProducer (stdlib ``ssl``, a different TLS stack from the Java
+    Producer's) sending 1 KiB messages one at a time for *seconds* after 1 s of warm-up;
+    every send timed. Its TLS / plaintext difference against each broker, set beside the
+    Java Producer's, separates the Java client's own TLS cost from the broker's.
+    """
+    body = b"x" * BODY_SIZE
+    rts: list[float] = []
+    failed = 0
+    with py_producer("bench_py_send", namesrv_addr, tls, send_timeout=3.0) as producer:
+        for phase_end, keep in ((time.monotonic() + 1.0, False), (time.monotonic() + 1.0 + seconds, True)):
+            while time.monotonic() < phase_end:
+                t = time.perf_counter()
+                try:
+                    producer.send(Message(topic=topic, body=body))
+                except Exception:  # noqa: BLE001 - counted, as the Java tool counts its failures
+                    if keep:
+                        failed += 1
+                    continue
+                if keep:
+                    rts.append(time.perf_counter() - t)
+    rts.sort()
+    return {"sends": len(rts), "failed": failed,
+            "avg_rt_ms": round(statistics.fmean(rts) * 1000, 4) if rts else None,
+            "p50_rt_ms": round(rts[len(rts) // 2] * 1000, 4) if rts else None}
 
 
 TLS_ROWS = [
@@ -736,6 +769,8 @@ TLS_ROWS = [
     ("send TPS, 1 thread", lambda r: r["send_1"]["send_tps"], ">= 1.0"),
     ("avg RT ms, 64 threads", lambda r: r["send_64"]["avg_rt_ms"], ""),
     ("avg RT ms, 1 thread", lambda r: r["send_1"]["avg_rt_ms"], ""),
+    ("BlockingProducer avg RT ms, 1 thread", lambda r: r["py_send_1"]["avg_rt_ms"], ""),
+    ("BlockingProducer p50 RT ms, 1 thread", lambda r: r["py_send_1"]["p50_rt_ms"], ""),
     ("send failed, 64 + 1 threads (no ratio)", lambda r: sum(r[f"send_{n}"]["send_failed"] + r[f"send_{n}"]["response_failed"]
                                                   for n in (64, 1)), ""),
     ("start-up s (spawn to first ack)", lambda r: r["startup_s"], ""),
@@ -773,7 +808,44 @@ def tls_report(results: dict[str, dict[str, dict]]) -> str:
         if both:
             row += [fmt(_ratio(ratios[tx_name], ratios[java_name])), goal]
         rows.append(row)
-    return table(headers, rows)
+    text = table(headers, rows)
+    if both:
+        text += "\n\n" + client_bound(results[tx_name], results[java_name])
+    return text
+
+
+def client_bound(tx: dict[str, dict], java: dict[str, dict]) -> str:
+    """
+    What the 1-thread goal leaves tx, against what the Java Producer's own TLS costs. At one
+    thread TPS is about 1 / RT, so the goal holds when tx's TLS RT <= tx's plaintext RT x
+    (Java's TLS RT / Java's plaintext RT): that difference is tx's budget. Against a broker,
+    the Java Producer's TLS RT minus plaintext RT is its own TLS cost plus the broker's;
+    the same for the BlockingProducer is its own plus the broker's, so the first minus the
+    second is the Java Producer's cost minus the BlockingProducer's, a lower bound of the
+    Java Producer's own TLS cost. A bound above the budget means no broker, however cheap
+    its TLS, meets the 1-thread goal with this client.
+    """
+    def rt(result: dict, mode: str, key: str) -> Optional[float]:
+        value = _get(result.get(mode), lambda r: r[key]["avg_rt_ms"])
+        return value if isinstance(value, (int, float)) else None
+
+    lines = []
+    bounds = []
+    for name, result in (("rocketmq_tx", tx), ("Java", java)):
+        figures = [rt(result, m, k) for m in ("plain", "tls") for k in ("send_1", "py_send_1")]
+        if None in figures:
+            return "1-thread TLS cost split: not measured (a phase failed)"
+        jp, pp, jt, pt = figures
+        bounds.append((jt - jp) - (pt - pp))
+        lines.append(f"- against {name}: Java Producer +{(jt - jp) * 1000:.0f} us with TLS, "
+                     f"BlockingProducer +{(pt - pp) * 1000:.0f} us: the Java Producer's own TLS cost "
+                     f">= {bounds[-1] * 1000:.0f} us")
+    jp, jt, tp = rt(java, "plain", "send_1"), rt(java, "tls", "send_1"), rt(tx, "plain", "send_1")
+    assert jp and jt and tp
+    budget = tp * (jt / jp - 1)
+    lines.append(f"- tx's budget for the 1-thread goal: {tp * 1000:.0f} us x ({jt * 1000:.0f} / {jp * 1000:.0f} - 1)"
+                 f" = {budget * 1000:.0f} us of TLS per round trip, client's and broker's together")
+    return "1-thread TLS cost split (avg RT):\n\n" + "\n".join(lines)
 
 
 def _mean_of_rounds(runs: list[dict]) -> dict:
@@ -788,6 +860,7 @@ def _mean_of_rounds(runs: list[dict]) -> dict:
                             "avg_rt_ms": _mean([s["avg_rt_ms"] for s in sends]),
                             "send_failed": sum(s["send_failed"] for s in sends),
                             "response_failed": sum(s["response_failed"] for s in sends)}
+    out["py_send_1"] = {k: _mean([r["py_send_1"][k] for r in runs]) for k in ("avg_rt_ms", "p50_rt_ms")}
     return out
 
 

@@ -525,15 +525,17 @@ class PageWarmer:
             if self._job is None:
                 self._cond.wait(timeout)
             job, self._job = self._job, None
-        if job is None or speedups is None:
+        if job is None:
             return
+        assert speedups is not None  # jobs are queued only while enabled
         f, start, end = job
         try:
             err = speedups.populate(f.mm, start, end, self.write)
         except (ValueError, BufferError):  # the file was closed meanwhile
             return
         if err:
-            log.info("page warming is off: madvise(MADV_POPULATE_WRITE) failed (%s)", os.strerror(err))
+            log.info("page warming is off: madvise(MADV_POPULATE_%s) failed (%s)", "WRITE" if self.write else "READ",
+                     os.strerror(err))
             self.enabled = False
             return
         self.warmed += end - start
