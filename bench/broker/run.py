@@ -7,7 +7,7 @@ same settings.
     python3 bench/broker/run.py [--seconds 20] [--targets java,tx] [--java-broker 5.5.0|4.9.7]
                                 [--tx-mode separate|standalone] [--warmup 15] [--no-latency] [--keep]
                                 [--flush async|sync]
-    python3 bench/broker/run.py --tls [--seconds 10] [--warmup 10] [--targets java,tx] ...
+    python3 bench/broker/run.py --tls [--one-thread] [--seconds 10] [--warmup 10] [--targets java,tx] ...
 
 For each target, in the order given, on fresh name server + broker processes and an empty
 store (ASYNC_FLUSH, or SYNC_FLUSH with ``--flush sync``; autoCreateTopicEnable=true, Java's
@@ -712,8 +712,9 @@ def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls:
 
 # --------------------------------------------------------------------------- TLS compare (--tls)
 
-def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool) -> dict:
-    """--tls: warm-up, then the Producer with 64 threads and with 1 thread, over TLS if *tls*."""
+def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool,
+               thread_counts: tuple[int, ...] = (64, 1)) -> dict:
+    """--tls: warm-up, then the Producer with each of *thread_counts* threads, over TLS if *tls*."""
     home = BenchHome("bench-broker-tools", TOOL_JVM)
     out: dict = {"name": target.name, "startup_s": round(target.startup_s, 3), **target.info}
     rss: dict[str, Optional[int]] = {"after_start": rss_kib(target.broker_pid)}
@@ -722,7 +723,7 @@ def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool
         log(f"{target.name} {mode}: warm-up, Producer, 64 threads, {warmup:.0f} s (not reported)")
         out["warmup"] = run_producer(cp, home, target.namesrv_addr, "BenchWarmup", 64, warmup, True, tls)
         out["warmup"].pop("lines", None)
-    for threads in (64, 1):
+    for threads in thread_counts:
         log(f"{target.name} {mode}: Producer, {threads} thread(s), first report + {seconds:.0f} s")
         out[f"send_{threads}"] = run_producer(cp, home, target.namesrv_addr, f"BenchSend{threads}", threads,
                                               seconds, tls=tls)
@@ -770,7 +771,7 @@ TLS_ROWS = [
     ("BlockingProducer avg RT ms, 1 thread", lambda r: r["py_send_1"]["avg_rt_ms"], ""),
     ("BlockingProducer p50 RT ms, 1 thread", lambda r: r["py_send_1"]["p50_rt_ms"], ""),
     ("send failed, 64 + 1 threads (no ratio)", lambda r: sum(r[f"send_{n}"]["send_failed"] + r[f"send_{n}"]["response_failed"]
-                                                  for n in (64, 1)), ""),
+                                                  for n in (64, 1) if f"send_{n}" in r), ""),
     ("start-up s (spawn to first ack)", lambda r: r["startup_s"], ""),
 ]
 
@@ -850,7 +851,7 @@ def _mean_of_rounds(runs: list[dict]) -> dict:
     if failed:
         return failed[0]
     out: dict = {"startup_s": round(statistics.fmean(r["startup_s"] for r in runs), 3)}
-    for n in (64, 1):
+    for n in (n for n in (64, 1) if f"send_{n}" in runs[0]):
         sends = [r[f"send_{n}"] for r in runs]
         out[f"send_{n}"] = {"send_tps": _mean([s["send_tps"] for s in sends]),
                             "avg_rt_ms": _mean([s["avg_rt_ms"] for s in sends]),
@@ -876,7 +877,8 @@ def main_tls(args: argparse.Namespace, targets: list[str], tools_cp: str) -> Non
                 label = f"{name} {'TLS' if tls else 'plaintext'}" + (f" (round {k + 1})" if args.rounds > 1 else "")
                 results[name]["tls" if tls else "plain"] = measured(
                     kind, label, args, tools_cp, tls,
-                    lambda target, tls=tls: bench_send(target, tools_cp, seconds, warmup, tls))
+                    lambda target, tls=tls: bench_send(target, tools_cp, seconds, warmup, tls,
+                                                       (1,) if args.one_thread else (64, 1)))
         rounds.append(results)
     parts = []
     for k, results in enumerate(rounds):
@@ -919,6 +921,8 @@ def main() -> None:
     parser.add_argument("--tls", action="store_true",
                         help="TLS compare: send TPS (Producer, 64 and 1 threads) in plaintext and with TLS "
                              "for each target, and the ratios TLS / plaintext")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="with --tls: only the 1-thread phases (the warm-up still uses 64 threads)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="--tls: repeat the whole comparison N times, every other round TLS first; "
                              "also prints the means over the rounds")
