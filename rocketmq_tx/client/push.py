@@ -439,16 +439,15 @@ class PushConsumer:
         is discarded. The new pull does not wait for the commit or read the offset back, so
         a commit that fails or is answered late cannot undo the reset.
         """
-        for mq in sorted(offsets):
-            old = self.queues.get(mq)
-            if old is None:
-                continue  # other members' queues are theirs to move
+        moved = [mq for mq in sorted(offsets) if mq in self.queues]  # other members' queues are theirs
+        for mq in moved:
+            old = self.queues[mq]
             old.dropped = True
             pq = self.queues[mq] = _ProcessQueue(mq)
             pq.offset = offsets[mq]
             pq.locked_at = old.locked_at
             self._pull_loop(pq)
-        yield DeferredList([self._commit_one(mq, offsets[mq]) for mq in sorted(offsets) if mq in self.queues])
+        yield DeferredList([self._commit_one(mq, offsets[mq]) for mq in moved])
 
     # ------------------------------------------------------------ pulling
     @inlineCallbacks

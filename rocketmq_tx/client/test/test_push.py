@@ -117,40 +117,39 @@ class PushTests(SynchronousTestCase):
         self.net.advance(1.0)
         self.assertEqual([(m.topic, m.body) for m in self.received], [("T", b"again")])
 
-    def test_reset_offset_from_broker(self) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET with fastjson's MessageQueue-object keys rewinds a running consumer."""
+    def _consume_two(self) -> PushConsumer:
+        """A started consumer that has consumed m0 and m1 from queue 0."""
         for i in range(2):
             self.send(f"m{i}".encode(), 0)
         consumer = self.consumer()
         consumer.start()
         self.net.flush()
         self.assertEqual([m.body for m in self.received], [b"m0", b"m1"])
-        body = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0,' \
-               b'{"brokerName":"broker-z","queueId":0,"topic":"T"}:5}}'
+        return consumer
+
+    def _reset(self, body: bytes) -> None:
+        """The broker sends RESET_CONSUMER_CLIENT_OFFSET for topic T with this ResetOffsetBody."""
         self.net.servers[BROKER].send_oneway(RemotingCommand.request(
             RequestCode.RESET_CONSUMER_CLIENT_OFFSET, {"topic": "T", "group": "CG", "timestamp": "0",
                                                        "isForce": "true"}, body, oneway=True))
         self.net.flush()
         self.net.advance(1.0)
+
+    def test_reset_offset_from_broker(self) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET with fastjson's MessageQueue-object keys rewinds a running consumer."""
+        self._consume_two()
+        self._reset(b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0,'
+                    b'{"brokerName":"broker-z","queueId":0,"topic":"T"}:5}}')
         self.assertEqual([m.body for m in self.received], [b"m0", b"m1", b"m0", b"m1"])
         self.assertNotIn(("CG", "T", 5), self.cluster.offsets)
 
     def test_reset_offset_survives_a_failed_commit(self) -> None:
         """The rewound queue pulls from the reset offset itself; a commit the broker refuses does not undo it."""
-        for i in range(2):
-            self.send(f"m{i}".encode(), 0)
-        consumer = self.consumer()
-        consumer.start()
-        self.net.flush()
+        consumer = self._consume_two()
         self.net.advance(5.0)  # offsets committed: a read-back would answer 2
         self.assertEqual(self.cluster.offsets[("CG", "T", 0)], 2)
         self.cluster.script(RequestCode.UPDATE_CONSUMER_OFFSET, ResponseCode.SYSTEM_ERROR)
-        body = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0}}'
-        self.net.servers[BROKER].send_oneway(RemotingCommand.request(
-            RequestCode.RESET_CONSUMER_CLIENT_OFFSET, {"topic": "T", "group": "CG", "timestamp": "0",
-                                                       "isForce": "true"}, body, oneway=True))
-        self.net.flush()
-        self.net.advance(1.0)
+        self._reset(b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0}}')
         self.assertEqual([m.body for m in self.received], [b"m0", b"m1", b"m0", b"m1"])
         self.assertEqual(len([q for q in consumer.queues if q.topic == "T"]), 4)
 
