@@ -9,6 +9,7 @@ import socket
 
 from twisted.internet import defer, threads
 from twisted.internet.endpoints import TCP4ServerEndpoint
+from twisted.logger import capturedLogs
 from twisted.trial.unittest import TestCase
 
 from rocketmq_tx.blocking import BlockingRemotingClient
@@ -237,6 +238,70 @@ class TlsServerTests(TestCase):
                 return client.invoke(self.addr, RemotingCommand.request(ECHO, body=b"blocking")).body
 
         self.assertEqual((yield threads.deferToThread(call)), b"blocking")
+
+    @defer.inlineCallbacks
+    def test_unverified_client_certificate(self):  # type: ignore[no-untyped-def]
+        """require without authClient (Java's insecure trust manager): any certificate, but one is needed."""
+        settings = self.server_settings(**{"tls.server.need.client.auth": "require"})
+        yield self.serve("enforcing", settings)
+        self.assertTrue(self.tls.uses_pyopenssl)  # the one configuration stdlib ssl cannot express
+        with self.assertRaises(Exception):
+            yield self.echo(self.client(self.client_settings(cert=False)))
+        other = self.mktemp()
+        write_pki(other)
+        stranger = self.client_settings(**{"tls.client.certPath": os.path.join(other, "client.pem"),
+                                           "tls.client.keyPath": os.path.join(other, "client.key")})
+        self.assertEqual((yield self.echo(self.client(stranger))).body, b"hi")
+        self.flushLoggedErrors()
+
+    @defer.inlineCallbacks
+    def test_optional_client_certificate(self):  # type: ignore[no-untyped-def]
+        """optional + authClient: no certificate is fine, a trusted one too, a stranger's is refused."""
+        yield self.serve("enforcing", self.server_settings(**{"tls.server.need.client.auth": "optional",
+                                                              "tls.server.authClient": "true"}))
+        self.assertFalse(self.tls.uses_pyopenssl)
+        self.assertEqual((yield self.echo(self.client(self.client_settings(cert=False)))).body, b"hi")
+        self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
+        other = self.mktemp()
+        write_pki(other)
+        stranger = self.client_settings(**{"tls.client.certPath": os.path.join(other, "client.pem"),
+                                           "tls.client.keyPath": os.path.join(other, "client.key")})
+        with self.assertRaises(Exception):
+            yield self.echo(self.client(stranger))
+        self.flushLoggedErrors()
+
+    @defer.inlineCallbacks
+    def test_large_frames_both_ways(self):  # type: ignore[no-untyped-def]
+        """Frames over many TLS records and socket reads (records split across reads) arrive whole, in order."""
+        yield self.serve("enforcing")
+        client = self.client(self.client_settings())
+        bodies = [os.urandom(n) for n in (1, 16383, 16384, 16385, 700_000)]
+        answers = yield defer.gatherResults([self.echo(client, body) for body in bodies])
+        self.assertEqual([a.body for a in answers], bodies)
+
+    @defer.inlineCallbacks
+    def test_failed_handshake_logs_one_line(self):  # type: ignore[no-untyped-def]
+        """A client hello the server cannot accept closes that connection with one log line naming the peer."""
+        yield self.serve("enforcing")
+        host, port = self.addr.split(":")
+
+        def bad_hello() -> bytes:
+            # A well-framed TLS record whose ClientHello is nonsense: a handshake failure.
+            with socket.create_connection((host, int(port)), timeout=10) as s:
+                s.sendall(bytes.fromhex("1603010009" "010000050303000000"))
+                try:
+                    return s.recv(100)
+                except ConnectionResetError:
+                    return b""
+
+        with capturedLogs() as events:
+            answer = yield threads.deferToThread(bad_hello)
+            yield self.echo(self.client(self.client_settings()))  # the server still serves
+        self.assertEqual(answer[:1], b"\x15")  # a TLS alert, then the close
+        failed = [e for e in events if "TLS with" in e.get("log_format", "")]
+        self.assertEqual(len(failed), 1, events)
+        self.assertEqual(failed[0]["peer"].split(":")[0], "127.0.0.1")
+        self.flushLoggedErrors()
 
     def test_bad_initial_material(self) -> None:
         """A server whose key does not match its certificate refuses to start."""
