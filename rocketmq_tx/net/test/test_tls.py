@@ -47,6 +47,13 @@ class TlsServerTests(TestCase):
             values.update({"tls.client.certPath": self.path("client.pem"), "tls.client.keyPath": self.path("client.key")})
         return TlsSettings.from_sources(values)
 
+    def stranger_settings(self) -> TlsSettings:
+        """A client whose certificate comes from another CA."""
+        other = self.mktemp()
+        write_pki(other)
+        return self.client_settings(**{"tls.client.certPath": os.path.join(other, "client.pem"),
+                                       "tls.client.keyPath": os.path.join(other, "client.key")})
+
     @defer.inlineCallbacks
     def serve(self, mode: str, settings: TlsSettings | None = None, handshake_timeout: float = 10.0):  # type: ignore[no-untyped-def]
         from twisted.internet import reactor
@@ -111,10 +118,7 @@ class TlsServerTests(TestCase):
                                                               "tls.server.authClient": "true"}))
         with self.assertRaises(Exception):
             yield self.echo(self.client(self.client_settings(cert=False)))
-        other = self.mktemp()
-        write_pki(other)
-        stranger = self.client_settings(**{"tls.client.certPath": os.path.join(other, "client.pem"),
-                                           "tls.client.keyPath": os.path.join(other, "client.key")})
+        stranger = self.stranger_settings()
         with self.assertRaises(Exception):
             yield self.echo(self.client(stranger))
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
@@ -247,10 +251,7 @@ class TlsServerTests(TestCase):
         self.assertTrue(self.tls.uses_pyopenssl)  # the one configuration stdlib ssl cannot express
         with self.assertRaises(Exception):
             yield self.echo(self.client(self.client_settings(cert=False)))
-        other = self.mktemp()
-        write_pki(other)
-        stranger = self.client_settings(**{"tls.client.certPath": os.path.join(other, "client.pem"),
-                                           "tls.client.keyPath": os.path.join(other, "client.key")})
+        stranger = self.stranger_settings()
         self.assertEqual((yield self.echo(self.client(stranger))).body, b"hi")
         self.flushLoggedErrors()
 
@@ -262,10 +263,7 @@ class TlsServerTests(TestCase):
         self.assertFalse(self.tls.uses_pyopenssl)
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=False)))).body, b"hi")
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
-        other = self.mktemp()
-        write_pki(other)
-        stranger = self.client_settings(**{"tls.client.certPath": os.path.join(other, "client.pem"),
-                                           "tls.client.keyPath": os.path.join(other, "client.key")})
+        stranger = self.stranger_settings()
         with self.assertRaises(Exception):
             yield self.echo(self.client(stranger))
         self.flushLoggedErrors()
