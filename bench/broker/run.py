@@ -716,9 +716,10 @@ def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool
                thread_counts: tuple[int, ...] = (1, 64)) -> dict:
     """
     --tls: warm-up, then the Producer with each of *thread_counts* threads, over TLS if *tls*,
-    and our BlockingProducer right after the 1-thread phase. The lighter phase goes first: after a measured 64-thread phase, the Java broker's 1-thread
-    plaintext round trip was 40% longer (204 -> 280-293 us, session 8) while its TLS one was
-    not, so the 1-thread comparison depended on what had run before it.
+    and our BlockingProducer right after the 1-thread phase. The lighter phase goes first:
+    after a measured 64-thread phase, the Java broker's 1-thread plaintext round trip was 40%
+    longer (204 -> 280-293 us, session 8) while its TLS one was not, so the 1-thread
+    comparison depended on what had run before it.
     """
     home = BenchHome("bench-broker-tools", TOOL_JVM)
     out: dict = {"name": target.name, "startup_s": round(target.startup_s, 3), **target.info}
