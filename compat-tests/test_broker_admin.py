@@ -121,18 +121,12 @@ def env(java_classpath_4, java_classpath_5, tmp_path_factory):
         server.stop()
 
 
-def consumer_offset(conn: BlockingConnection, group: str, topic: str, queue_id: int) -> int:
-    r = conn.invoke(RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET,
-                                            {"consumerGroup": group, "topic": topic, "queueId": str(queue_id)}))
-    return int(r.ext_fields["offset"]) if r.code == ResponseCode.SUCCESS else -1
-
-
 def wait_committed(addr: str, queues, timeout: float = 30.0) -> None:
     """The push consumer commits its offsets every 5 s; poll until every queue is at its end."""
     deadline = time.monotonic() + timeout
     with BlockingConnection(addr) as conn:
         while True:
-            state = {q: (consumer_offset(conn, GROUP, TOPIC, q), tb.max_offset(conn, TOPIC, q)) for q in queues}
+            state = {q: (tb.consumer_offset(conn, GROUP, TOPIC, q), tb.max_offset(conn, TOPIC, q)) for q in queues}
             if all(c == m for c, m in state.values()):
                 return
             if time.monotonic() > deadline:

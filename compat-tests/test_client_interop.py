@@ -37,7 +37,7 @@ from rocketmq_tx.blocking import BlockingConnection, BlockingMQClient, BlockingP
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.route import TopicRouteData
-from rocketmq_tx.remoting import MQBrokerError, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting import MQBrokerError
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import PullStatus, SendStatus
 
@@ -524,9 +524,7 @@ def wait_group_offsets(broker: str, group: str, topic: str, queues: int, timeout
     deadline = time.monotonic() + timeout
     with BlockingConnection(broker) as conn:
         while True:
-            missing = [q for q in range(queues) if conn.invoke(RemotingCommand.request(
-                RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": str(q)}
-            )).code != ResponseCode.SUCCESS]
+            missing = [q for q in range(queues) if txb.consumer_offset(conn, group, topic, q) < 0]
             if not missing:
                 return
             assert time.monotonic() < deadline, f"no committed offset of {group} for queues {missing}"

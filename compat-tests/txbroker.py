@@ -243,6 +243,13 @@ def max_offset(conn: BlockingConnection, topic: str, queue_id: int) -> int:
     return int(r.ext_fields["offset"])
 
 
+def consumer_offset(conn: BlockingConnection, group: str, topic: str, queue_id: int) -> int:
+    """The broker's committed offset of *group* for one queue; -1 when it has none."""
+    r = conn.invoke(RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET,
+                                            {"consumerGroup": group, "topic": topic, "queueId": str(queue_id)}))
+    return int(r.ext_fields["offset"]) if r.code == ResponseCode.SUCCESS else -1
+
+
 def broker_log_problems(text: str) -> list[str]:
     """Tracebacks and unhandled errors in a twistd log (a broker must log none under these tests)."""
     return [line for line in text.splitlines()

@@ -85,11 +85,11 @@ def _stdlib_server_context(settings: TlsSettings, material: PemMaterial) -> ssl.
     return ctx
 
 
-def _load_cert_chain(ctx: ssl.SSLContext, material: PemMaterial) -> None:
+def _load_cert_chain(ctx: ssl.SSLContext, material: PemMaterial, memfd: bool = hasattr(os, "memfd_create")) -> None:
     # stdlib ssl reads a certificate and key only from a file: an anonymous memory file
     # where Linux has one, else a private temporary file with the key re-encrypted under a
     # one-time password, so that the key never reaches a disk unencrypted.
-    if hasattr(os, "memfd_create"):
+    if memfd:
         fd = os.memfd_create("rocketmq-tx-tls", os.MFD_CLOEXEC)
         try:
             os.write(fd, material.cert_chain + b"\n" + material.key)

@@ -6,7 +6,10 @@ import datetime
 
 import os
 import socket
+import ssl
+import tempfile
 
+from cryptography import x509
 from twisted.internet import defer, threads
 from twisted.internet.endpoints import TCP4ServerEndpoint
 from twisted.logger import capturedLogs
@@ -17,10 +20,10 @@ from rocketmq_tx.certs import issue, make_ca, write_pki
 from rocketmq_tx.config import ConfigError
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.server import RemotingServerFactory
-from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
+from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory, _load_cert_chain
 from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError
 from rocketmq_tx.testing.echo import ECHO, echo_table
-from rocketmq_tx.tlsconfig import TlsSettings
+from rocketmq_tx.tlsconfig import TlsSettings, load_pem_material
 
 
 class TlsServerTests(TestCase):
@@ -300,6 +303,31 @@ class TlsServerTests(TestCase):
         self.assertEqual(len(failed), 1, events)
         self.assertEqual(failed[0]["peer"].split(":")[0], "127.0.0.1")
         self.flushLoggedErrors()
+
+    def test_key_loads_without_memfd(self) -> None:
+        """Where there is no memfd, the pair goes through a temporary file, removed at once; the
+        server then presents that certificate."""
+        material = load_pem_material(self.path("server.pem"), self.path("server.key"), "", "")
+        before = set(os.listdir(tempfile.gettempdir()))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        _load_cert_chain(context, material, memfd=False)
+        self.assertEqual(set(os.listdir(tempfile.gettempdir())) - before, set())
+        server_in, server_out, client_in, client_out = (ssl.MemoryBIO() for _ in range(4))
+        server = context.wrap_bio(server_in, server_out, server_side=True)
+        client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        client_context.check_hostname = False
+        client_context.verify_mode = ssl.CERT_NONE
+        client = client_context.wrap_bio(client_in, client_out)
+        for _ in range(5):
+            for side in (client, server):
+                try:
+                    side.do_handshake()
+                except ssl.SSLWantReadError:
+                    pass
+            server_in.write(client_out.read())
+            client_in.write(server_out.read())
+        presented = x509.load_der_x509_certificate(client.getpeercert(binary_form=True))
+        self.assertEqual(presented.serial_number, self.pki["server"].serial)
 
     def test_bad_initial_material(self) -> None:
         """A server whose key does not match its certificate refuses to start."""
