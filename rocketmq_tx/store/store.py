@@ -45,7 +45,7 @@ from rocketmq_tx.store.consumequeue import FILLER_SIZE, ConsumeQueue
 from rocketmq_tx.store.flush import FlushRealTimeService, GroupCommitService
 from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rocketmq_tx.store.index import IndexService
-from rocketmq_tx.store.mappedfile import PageWarmer
+from rocketmq_tx.store.mappedfile import NOT_ZEROING, PageWarmer
 from rocketmq_tx.store.status import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -167,8 +167,12 @@ class DefaultMessageStore:
         self.sync_flusher_class = speedups.SyncFlusher if speedups else None
         self._flush_probe = (0, 0)
         self._max_record = config.max_message_size + 64 * 1024
-        #: faults in CommitLog pages ahead of the appends, when a driver thread runs it
-        self.page_warmer = PageWarmer(write=config.flush_disk_type is not FlushDiskType.SYNC_FLUSH)
+        sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        #: SYNC_FLUSH appends with pwrite, not through the mapping (_speedups.write_record_fd)
+        self._write_by_fd = sync
+        #: prepares CommitLog pages ahead of the appends, when a driver thread runs it: faults
+        #: them in (ASYNC_FLUSH), or zeroes them on disk (SYNC_FLUSH; see PageWarmer)
+        self.page_warmer = PageWarmer(write=not sync, zero=sync, put_lock=self.put_lock)
 
     def now_ms(self) -> int:
         return int(self.now() * 1000)
@@ -252,7 +256,8 @@ class DefaultMessageStore:
             except OSError as e:
                 log.error("checkpoint write at shutdown failed: %s", e)
                 self.writeable = False
-        self.commit_log.close()
+        with self.put_lock:  # the page warmer takes a file's descriptor under it
+            self.commit_log.close()
         for queues in self.consume_queue_table.values():
             for cq in queues.values():
                 cq.close()
@@ -601,11 +606,22 @@ class DefaultMessageStore:
                         index_files = self.index_service.files if self.config.message_index_enable else None
                         if index_files is None or index_files:
                             clf = files[-1]
-                            placed = native(
-                                msg, clf, cq.mapped_file_queue.files[-1], cq,
-                                index_files[-1] if index_files else None, queue_offset, store_ts, topic_bytes,
-                                pack_host(*msg.born_host), store_host_bytes, keys, uniq, tags,
-                                self.index_service.index_tags, body_crc(msg.body) & 0x7FFFFFFF, self._max_record)
+                            zero_from = self.page_warmer.zero_from
+                            # the record's size is at most its variable parts plus 124 bytes
+                            if zero_from != NOT_ZEROING and clf.file_from_offset + clf.wrote_position + len(
+                                    msg.body) + len(msg.properties) + len(topic_bytes) + 136 > zero_from:
+                                self.page_warmer.wait_clear()
+                            try:
+                                placed = native(
+                                    msg, clf, cq.mapped_file_queue.files[-1], cq,
+                                    index_files[-1] if index_files else None, queue_offset, store_ts, topic_bytes,
+                                    pack_host(*msg.born_host), store_host_bytes, keys, uniq, tags,
+                                    self.index_service.index_tags, body_crc(msg.body) & 0x7FFFFFFF,
+                                    self._max_record, clf.fd if self._write_by_fd else -1)
+                            except OSError as e:  # the pwrite: nothing was moved
+                                log.error("put message: writing the CommitLog failed: %s", e)
+                                return PutMessageResult(PutMessageStatus.UNKNOWN_ERROR,
+                                                        AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR))
                             if placed is not None:
                                 phys, size, tags_code = placed
                                 placed = phys, size
@@ -649,6 +665,7 @@ class DefaultMessageStore:
         if size > self.config.max_message_size + 64 * 1024:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED))
+        self._clear_of_zeroing(size)
         f, phys = self.commit_log.reserve(size)
         f.append_record(record, phys)
         f.store_timestamp = store_ts
@@ -720,6 +737,7 @@ class DefaultMessageStore:
                         out.append(_with_phys(r, p))
                         p += len(r)
                     return b"".join(out)
+                self._clear_of_zeroing(total)
                 f, phys = self.commit_log.append_records(make, total)
             except OSError as e:
                 log.error("put messages: cannot create a mapped file: %s", e)
@@ -747,6 +765,18 @@ class DefaultMessageStore:
                                      first_queue_offset, len(records))
         return self._handle_flush(PutMessageResult(PutMessageStatus.PUT_OK, append), phys + total,
                                   batch.wait_store_msg_ok)
+
+    def _clear_of_zeroing(self, size: int) -> None:
+        """
+        Under the put lock, before *size* bytes go at the CommitLog's end: wait while the
+        page warmer writes zeros where they (or a BLANK filler) may land.
+        """
+        warmer = self.page_warmer
+        if warmer.zero_from == NOT_ZEROING:
+            return
+        last = self.commit_log.mapped_file_queue.last()
+        if last is None or last.file_from_offset + last.wrote_position + size + 8 > warmer.zero_from:
+            warmer.wait_clear()
 
     def _handle_flush(self, result: PutMessageResult, end_offset: int, wait: bool) -> PutMessageResult:
         gc = self.group_commit_service

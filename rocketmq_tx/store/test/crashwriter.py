@@ -42,6 +42,9 @@ def main() -> None:
         print("LOAD-FAILED", flush=True)
         sys.exit(2)
     store.start()
+    # scaled to the small files, so SYNC_FLUSH's zeroing ahead runs (and is killed) too
+    warmer = store.page_warmer
+    warmer.window, warmer.margin, warmer.chunk = 32 * 1024, 4096, 16 * 1024
     driver = StoreDriver(store, clean=False)
     driver.start()
     out_lock = threading.Lock()

@@ -102,3 +102,31 @@ class FaultTests(SynchronousTestCase):
         self.patch(mappedfile.MappedFile, "flush", real)
         self.assertEqual(s.put_message(message()).status, PutMessageStatus.PUT_OK)
         s.shutdown()
+
+    def test_failed_commitlog_write(self) -> None:
+        """SYNC_FLUSH's one-call append writes with pwrite: a failed write is UNKNOWN_ERROR, with nothing kept."""
+        from rocketmq_tx.common.test.test_native import _require_native
+        from rocketmq_tx.store import FlushDiskType
+        _require_native(self)
+        s = open_store(temp_root(self), self.clock, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+        self.store.shutdown()
+        self.store = s
+        self.assertTrue(s.put_message(message(body=b"a" * 100)).is_ok())
+        clf = s.commit_log.mapped_file_queue.last()
+        wrote, max_offset = clf.wrote_position, s.get_max_offset_in_queue("TopicTest", 0)
+        good_fd = clf.fd
+        read_only = os.open(clf.path, os.O_RDONLY)
+        self.addCleanup(os.close, read_only)
+        clf.fd = read_only  # pwrite: EBADF
+        r = s.put_message(message(body=b"b" * 100))
+        clf.fd = good_fd
+        self.assertEqual(r.status, PutMessageStatus.UNKNOWN_ERROR)
+        self.assertTrue(any("writing the CommitLog failed" in line for line in self.log.lines), self.log.lines)
+        self.assertEqual((clf.wrote_position, s.get_max_offset_in_queue("TopicTest", 0)), (wrote, max_offset))
+        r = s.put_message(message(body=b"c" * 100))
+        self.assertTrue(r.is_ok())
+        self.assertEqual(r.append_result.wrote_offset, wrote)
+        got = s.get_message("g", "TopicTest", 0, 0, 10)
+        self.assertEqual([bytes(m).count(b"a" * 100) + 2 * bytes(m).count(b"c" * 100) for m in got.message_buffers],
+                         [1, 2])
+        s.shutdown()

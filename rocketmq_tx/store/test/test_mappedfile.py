@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import threading
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.store.test.util import temp_root
 
 from rocketmq_tx.common.test.test_native import _require_native
-from rocketmq_tx.store.mappedfile import OS_PAGE_SIZE, MappedFile, MappedFileQueue, PageWarmer
+from rocketmq_tx.store.mappedfile import NOT_ZEROING, OS_PAGE_SIZE, MappedFile, MappedFileQueue, PageWarmer
 
 
 class MappedFileTests(SynchronousTestCase):
@@ -102,6 +104,105 @@ class MappedFileQueueTests(SynchronousTestCase):
         self.assertEqual(len(q.files), 1)  # never the last file
         self.assertEqual(q.get_min_offset(), 8192)
         q.close()
+
+
+class ZeroingWarmerTests(SynchronousTestCase):
+    """SYNC_FLUSH's page warmer: zeros written ahead of the appends, never where they land."""
+
+    def setUp(self) -> None:
+        _require_native(self)
+        root = temp_root(self)
+        os.makedirs(root, exist_ok=True)
+        self.f = MappedFile(os.path.join(root, "00000000000001048576"), 1 << 20)
+        self.addCleanup(self.f.close)
+        # non-zero bytes where zeros would show
+        os.pwrite(self.f.fd, b"\xee" * (1 << 20), 0)
+        self.lock = threading.Lock()
+
+    def test_zeroes_ahead_beyond_the_margin(self) -> None:
+        w = PageWarmer(window=64 * 1024, zero=True, put_lock=self.lock, margin=4096, chunk=16 * 1024)
+        self.f.append(b"x" * 100)
+        w.note_append(self.f, 100)
+        self.f.append(b"y" * 5000)  # the writer moved on before the warmer ran
+        w.run_once(0)
+        self.assertTrue(w.enabled)
+        start = -(-(5100 + 4096) // OS_PAGE_SIZE) * OS_PAGE_SIZE  # past the margin, page-aligned
+        end = 100 + 128 * 1024
+        self.assertEqual(w.warmed, end - start)
+        data = os.pread(self.f.fd, 1 << 20, 0)
+        self.assertEqual(data[:5100], b"x" * 100 + b"y" * 5000)
+        self.assertEqual(data[5100:start], b"\xee" * (start - 5100))
+        self.assertEqual(data[start:end], bytes(end - start))
+        self.assertEqual(data[end:], b"\xee" * ((1 << 20) - end))
+        self.assertEqual(w.zero_from, NOT_ZEROING)
+
+    def test_closed_file_and_writer_past_the_range(self) -> None:
+        w = PageWarmer(window=64 * 1024, zero=True, put_lock=self.lock, margin=4096)
+        w.note_append(self.f, 0)
+        self.f.wrote_position = 200 * 1024  # past the whole request
+        w.run_once(0)
+        self.assertEqual(w.warmed, 0)
+        w.note_append(self.f, 300 * 1024)
+        self.f.close()
+        w.run_once(0)
+        self.assertEqual((w.warmed, w.enabled), (0, True))
+
+    def test_failure_turns_the_warmer_off(self) -> None:
+        from rocketmq_tx.common.native import speedups
+        read_only = os.open(self.f.path, os.O_RDONLY)
+        self.addCleanup(os.close, read_only)
+        self.assertEqual(speedups.zero_fill(read_only, 0, 10), errno.EBADF)
+        self.assertRaises(ValueError, speedups.zero_fill, -1, 0, 10)
+        self.assertRaises(ValueError, speedups.zero_fill, read_only, 10, 0)
+        w = PageWarmer(window=64 * 1024, zero=True, put_lock=self.lock, margin=0)
+        self.f.fd, good = read_only, self.f.fd
+        try:
+            w.note_append(self.f, 0)
+            w.run_once(0)
+        finally:
+            self.f.fd = good
+        self.assertEqual((w.enabled, w.warmed, w.zero_from), (False, 0, NOT_ZEROING))
+        self.assertEqual(os.pread(self.f.fd, 16, 4096), b"\xee" * 16)
+
+    def test_put_waits_for_the_chunk_being_zeroed(self) -> None:
+        """An append reaching the chunk being zeroed waits for it: the zeros never land on a record."""
+        from rocketmq_tx.store import FlushDiskType, mappedfile
+        from rocketmq_tx.store.test.util import message, open_store
+        s = open_store(temp_root(self), flush_disk_type=FlushDiskType.SYNC_FLUSH)
+        self.addCleanup(s.shutdown)
+        w = s.page_warmer
+        self.assertTrue(w.zero and w.enabled)
+        w.margin = 0
+        release = threading.Event()
+        real = mappedfile.speedups
+
+        class Held:
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def zero_fill(self, fd, start, end):
+                release.wait(10)
+                return real.zero_fill(fd, start, end)
+        self.patch(mappedfile, "speedups", Held())
+        for _ in range(2):  # the first creates the files, the second (one call) asks for a window
+            self.assertTrue(s.put_message(message(body=b"a" * 100)).is_ok())
+        warmer = threading.Thread(target=w.run_once, args=(0,))
+        warmer.start()
+        while w.zero_from == NOT_ZEROING and warmer.is_alive():  # until the chunk is claimed
+            warmer.join(0.001)
+        self.assertNotEqual(w.zero_from, NOT_ZEROING)
+        results = []
+        put = threading.Thread(target=lambda: results.append(s.put_message(message(body=b"b" * 9000))))
+        put.start()
+        put.join(1.0)
+        blocked = put.is_alive()
+        release.set()
+        put.join(10)
+        warmer.join(10)
+        self.assertTrue(blocked, "the put did not wait for the zeroing")
+        self.assertTrue(results[0].is_ok())
+        got = s.get_message("g", "TopicTest", 0, 0, 10)
+        self.assertEqual([bytes(m).count(b"b" * 9000) for m in got.message_buffers], [0, 0, 1])
 
 
 def _resident_pages(f: MappedFile, field: str = "Rss") -> int:

@@ -16,7 +16,7 @@ from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.messagecodec import encode_batch
 from rocketmq_tx.common.sysflag import MessageSysFlag
 from rocketmq_tx.common.test.test_native import _require_native
-from rocketmq_tx.store import MessageExtBatch
+from rocketmq_tx.store import FlushDiskType, MessageExtBatch
 from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
 
 words = st.text(st.characters(blacklist_characters="\x01\x02 ", blacklist_categories=("Cs",)), min_size=1,
@@ -73,8 +73,10 @@ class NativeAppendTests(SynchronousTestCase):
         def counting(*args):
             r = inner(*args)
             calls.append(r is not None)
+            self.write_fds.append(args[16] if len(args) > 16 else -1)
             return r
         native.append_message_native = counting  # read at every put
+        self.write_fds: list[int] = []
         return (native, general), clocks, calls
 
     def _put_all(self, ops, **overrides) -> list:
@@ -131,11 +133,20 @@ class NativeAppendTests(SynchronousTestCase):
     def test_same_bytes_without_index(self, ops) -> None:
         self._put_all(ops, message_index_enable=False)
 
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(operations)
+    def test_same_bytes_sync_flush(self, ops) -> None:
+        """With SYNC_FLUSH the one-call append writes the record with pwrite, not through the mapping."""
+        self._put_all(ops, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+        self.assertTrue(all(fd >= 0 for fd in self.write_fds))
+
     def test_common_case_is_native(self) -> None:
         """Most puts take the one-call path; files roll over through the general one."""
         ops = [{"topic": "TopicA", "queue_id": i % 2, "body": b"m" * 900, "tags": "t", "keys": f"k{i} j{i}",
                 "uniq": f"U{i}", "delay": None, "sys_flag": 0, "tags_code": None, "born_v6": False,
                 "advance": 0.001} for i in range(300)]
-        calls = self._put_all(ops)
-        self.assertGreater(calls.count(True), 250)
-        self.assertGreater(calls.count(False), 3)  # CommitLog, ConsumeQueue and index roll-overs
+        for flush, through_fd in ((FlushDiskType.ASYNC_FLUSH, False), (FlushDiskType.SYNC_FLUSH, True)):
+            calls = self._put_all(ops, flush_disk_type=flush)
+            self.assertEqual({fd >= 0 for fd in self.write_fds}, {through_fd})
+            self.assertGreater(calls.count(True), 250)
+            self.assertGreater(calls.count(False), 3)  # CommitLog, ConsumeQueue and index roll-overs

@@ -219,6 +219,7 @@ class NativeStoreTests(SynchronousTestCase):
                        mapped_file_size_commit_log=8 * 1024)
         s.now = time.time
         self.assertFalse(s.page_warmer.write)
+        self.assertTrue(s.page_warmer.zero)  # zeros ahead; the appends use pwrite
         driver = StoreDriver(s, clean=False)
         driver.start()
         gc = s.group_commit_service
