@@ -110,11 +110,7 @@ class ZeroingWarmerTests(SynchronousTestCase):
     """SYNC_FLUSH's page warmer: zeros written ahead of the appends, never where they land."""
 
     def setUp(self) -> None:
-        _require_native(self)
-        root = temp_root(self)
-        os.makedirs(root, exist_ok=True)
-        self.f = MappedFile(os.path.join(root, "00000000000001048576"), 1 << 20)
-        self.addCleanup(self.f.close)
+        self.f = _warmer_file(self)
         # non-zero bytes where zeros would show
         os.pwrite(self.f.fd, b"\xee" * (1 << 20), 0)
         self.lock = threading.Lock()
@@ -221,13 +217,19 @@ def _resident_pages(f: MappedFile, field: str = "Rss") -> int:
     return 0
 
 
+def _warmer_file(test: SynchronousTestCase) -> MappedFile:
+    """A 1 MiB CommitLog-style file for the page warmer (which needs the C accelerator)."""
+    _require_native(test)
+    root = temp_root(test)
+    os.makedirs(root, exist_ok=True)
+    f = MappedFile(os.path.join(root, "00000000000001048576"), 1 << 20)
+    test.addCleanup(f.close)
+    return f
+
+
 class PageWarmerTests(SynchronousTestCase):
     def setUp(self) -> None:
-        _require_native(self)
-        root = temp_root(self)
-        os.makedirs(root, exist_ok=True)
-        self.f = MappedFile(os.path.join(root, "00000000000001048576"), 1 << 20)
-        self.addCleanup(self.f.close)
+        self.f = _warmer_file(self)
 
     def test_warms_ahead_without_writing(self) -> None:
         w = PageWarmer(window=64 * 1024)
