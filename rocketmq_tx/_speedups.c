@@ -999,38 +999,25 @@ done:
 
 /* ---------------------------------------------------------------- page warming */
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
 /*
- * populate(buf, start, end, write=True) -> 0 | errno
+ * populate(buf, start, end) -> 0 | errno
  * Faults in the pages of a writable mapping between start and end as a write would, without
  * writing (Linux MADV_POPULATE_WRITE), with the GIL released: a thread of its own takes the
  * page faults the appending thread would otherwise take. EINVAL: the kernel lacks it.
- * With write false, as a read would (MADV_POPULATE_READ): the pages are in the page cache
- * and mapped, but not dirtied, so a following fdatasync does not write them out.
  */
 static PyObject *populate(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 && nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "populate(buf, start, end, write=True)");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "populate(buf, start, end)");
         return NULL;
     }
     Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
     if (PyErr_Occurred())
         return NULL;
-    int advice = MADV_POPULATE_WRITE;
-    if (nargs == 4) {
-        int write = PyObject_IsTrue(args[3]);
-        if (write < 0)
-            return NULL;
-        if (!write)
-            advice = MADV_POPULATE_READ;
-    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
         return NULL;
@@ -1048,7 +1035,7 @@ static PyObject *populate(PyObject *self, PyObject *const *args, Py_ssize_t narg
             from += (uintptr_t)page; /* never below the mapping */
         if (to > from) {
             Py_BEGIN_ALLOW_THREADS
-            if (madvise((void *)from, to - from, advice) != 0)
+            if (madvise((void *)from, to - from, MADV_POPULATE_WRITE) != 0)
                 err = errno;
             Py_END_ALLOW_THREADS
         }

@@ -479,12 +479,11 @@ class PageWarmer:
     :attr:`window` bytes); a driver thread calls :meth:`run_once` in a loop
     (:class:`~rocketmq_tx.store.flush.StoreDriver`). The work runs in the C accelerator with
     the GIL released; without it, or on a kernel without the call it needs, the warmer stays
-    off. One of three modes:
+    off. One of two modes:
 
-    * ``write`` (ASYNC_FLUSH): ``MADV_POPULATE_WRITE``. A first write into a page of the
+    * populating (ASYNC_FLUSH): ``MADV_POPULATE_WRITE``. A first write into a page of the
       mapping costs a fault that zeroes the page, about a seventh of an append's time.
       Nothing is written, so a page being appended to concurrently is never touched.
-    * ``read``: ``MADV_POPULATE_READ``; the pages are mapped but stay clean.
     * ``zero`` (SYNC_FLUSH, whose appends use pwrite): writes zeros ahead and waits for their
       write-back (``_speedups.zero_fill``), so the file's extents are already *written* when
       the records arrive and a group commit's fdatasync is one data write and a cache flush,
@@ -496,13 +495,13 @@ class PageWarmer:
       rare case that it reaches a claimed chunk (:attr:`zero_from`).
     """
 
-    def __init__(self, window: int = 8 << 20, write: bool = True, zero: bool = False,
-                 put_lock: Optional[threading.Lock] = None, margin: int = 1 << 20, chunk: int = 1 << 20) -> None:
+    def __init__(self, window: int = 8 << 20, zero: bool = False, put_lock: Optional[threading.Lock] = None,
+                 margin: int = 1 << 20, chunk: int = 1 << 20) -> None:
+        if zero and put_lock is None:
+            raise ValueError("zeroing ahead needs the put lock")
         self.window = window
-        #: populate as a write would (mapped writable, dirty) or as a read (mapped, clean)
-        self.write = write
-        #: write zeros instead (needs *put_lock*, the lock every CommitLog append holds)
-        self.zero = zero and put_lock is not None
+        #: write zeros instead of populating (needs *put_lock*, which every CommitLog append holds)
+        self.zero = zero
         self._put_lock = put_lock
         #: zeroing starts at least this far past the write position, in chunks of this size
         self.margin = margin
@@ -552,7 +551,7 @@ class PageWarmer:
             self._zero(f, start, end)
             return
         try:
-            err = speedups.populate(f.mm, start, end, self.write)
+            err = speedups.populate(f.mm, start, end)
         except (ValueError, BufferError):  # the file was closed meanwhile
             return
         if err:
@@ -597,7 +596,7 @@ class PageWarmer:
                 self._cond.wait()
 
     def _fail(self, err: int) -> None:
-        how = "zeroing ahead" if self.zero else f"madvise(MADV_POPULATE_{'WRITE' if self.write else 'READ'})"
+        how = "zeroing ahead" if self.zero else "madvise(MADV_POPULATE_WRITE)"
         log.info("page warming is off: %s failed (%s)", how, os.strerror(err))
         self.enabled = False
 

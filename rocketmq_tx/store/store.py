@@ -68,6 +68,8 @@ _MAX_PROPS = 0x7FFF
 #: one (a waiter starts it at once). About 27 of the bench's 1 KiB messages; bench/store.py
 #: measured 16-64 KiB, and 32-48 KiB did best with 64 puts in flight.
 SYNC_FLUSH_HOLD = 32 << 10
+#: a CommitLog record's bytes besides its body, topic and properties, at most (124 with IPv6 hosts)
+_RECORD_OVERHEAD_MAX = 128
 
 
 class MessageFilter(Protocol):
@@ -172,7 +174,7 @@ class DefaultMessageStore:
         self._write_by_fd = sync
         #: prepares CommitLog pages ahead of the appends, when a driver thread runs it: faults
         #: them in (ASYNC_FLUSH), or zeroes them on disk (SYNC_FLUSH; see PageWarmer)
-        self.page_warmer = PageWarmer(write=not sync, zero=sync, put_lock=self.put_lock)
+        self.page_warmer = PageWarmer(zero=sync, put_lock=self.put_lock)
 
     def now_ms(self) -> int:
         return int(self.now() * 1000)
@@ -606,11 +608,9 @@ class DefaultMessageStore:
                         index_files = self.index_service.files if self.config.message_index_enable else None
                         if index_files is None or index_files:
                             clf = files[-1]
-                            zero_from = self.page_warmer.zero_from
-                            # the record's size is at most its variable parts plus 124 bytes
-                            if zero_from != NOT_ZEROING and clf.file_from_offset + clf.wrote_position + len(
-                                    msg.body) + len(msg.properties) + len(topic_bytes) + 136 > zero_from:
-                                self.page_warmer.wait_clear()
+                            if self.page_warmer.zero_from != NOT_ZEROING:
+                                self._clear_of_zeroing(len(msg.body) + len(msg.properties) + len(topic_bytes)
+                                                       + _RECORD_OVERHEAD_MAX)
                             try:
                                 placed = native(
                                     msg, clf, cq.mapped_file_queue.files[-1], cq,
@@ -772,7 +772,7 @@ class DefaultMessageStore:
         page warmer writes zeros where they (or a BLANK filler) may land.
         """
         warmer = self.page_warmer
-        if warmer.zero_from == NOT_ZEROING:
+        if warmer.zero_from == NOT_ZEROING:  # the common case; the native path checks it inline
             return
         last = self.commit_log.mapped_file_queue.last()
         if last is None or last.file_from_offset + last.wrote_position + size + 8 > warmer.zero_from:

@@ -8,7 +8,8 @@ import os
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.store import PutMessageStatus, mappedfile
+from rocketmq_tx.common.test.test_native import _require_native
+from rocketmq_tx.store import FlushDiskType, PutMessageStatus, mappedfile
 from rocketmq_tx.store.test.test_recovery import crash, read_all
 from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
 
@@ -87,7 +88,6 @@ class FaultTests(SynchronousTestCase):
         self.store.shutdown()
 
     def test_flush_failure(self) -> None:
-        from rocketmq_tx.store import FlushDiskType
         root = temp_root(self)
         s = open_store(root, self.clock, flush_disk_type=FlushDiskType.SYNC_FLUSH, sync_flush_timeout=0)
         self.store.shutdown()
@@ -105,8 +105,6 @@ class FaultTests(SynchronousTestCase):
 
     def test_failed_commitlog_write(self) -> None:
         """SYNC_FLUSH's one-call append writes with pwrite: a failed write is UNKNOWN_ERROR, with nothing kept."""
-        from rocketmq_tx.common.test.test_native import _require_native
-        from rocketmq_tx.store import FlushDiskType
         _require_native(self)
         s = open_store(temp_root(self), self.clock, flush_disk_type=FlushDiskType.SYNC_FLUSH)
         self.store.shutdown()

@@ -8,10 +8,11 @@ import threading
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.store.test.util import temp_root
-
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.test.test_native import _require_native
+from rocketmq_tx.store import FlushDiskType, mappedfile
 from rocketmq_tx.store.mappedfile import NOT_ZEROING, OS_PAGE_SIZE, MappedFile, MappedFileQueue, PageWarmer
+from rocketmq_tx.store.test.util import message, open_store, temp_root
 
 
 class MappedFileTests(SynchronousTestCase):
@@ -132,6 +133,9 @@ class ZeroingWarmerTests(SynchronousTestCase):
         self.assertEqual(data[end:], b"\xee" * ((1 << 20) - end))
         self.assertEqual(w.zero_from, NOT_ZEROING)
 
+    def test_zeroing_needs_the_put_lock(self) -> None:
+        self.assertRaises(ValueError, PageWarmer, zero=True)
+
     def test_closed_file_and_writer_past_the_range(self) -> None:
         w = PageWarmer(window=64 * 1024, zero=True, put_lock=self.lock, margin=4096)
         w.note_append(self.f, 0)
@@ -144,7 +148,6 @@ class ZeroingWarmerTests(SynchronousTestCase):
         self.assertEqual((w.warmed, w.enabled), (0, True))
 
     def test_failure_turns_the_warmer_off(self) -> None:
-        from rocketmq_tx.common.native import speedups
         read_only = os.open(self.f.path, os.O_RDONLY)
         self.addCleanup(os.close, read_only)
         self.assertEqual(speedups.zero_fill(read_only, 0, 10), errno.EBADF)
@@ -162,8 +165,6 @@ class ZeroingWarmerTests(SynchronousTestCase):
 
     def test_put_waits_for_the_chunk_being_zeroed(self) -> None:
         """An append reaching the chunk being zeroed waits for it: the zeros never land on a record."""
-        from rocketmq_tx.store import FlushDiskType, mappedfile
-        from rocketmq_tx.store.test.util import message, open_store
         s = open_store(temp_root(self), flush_disk_type=FlushDiskType.SYNC_FLUSH)
         self.addCleanup(s.shutdown)
         w = s.page_warmer
@@ -253,20 +254,12 @@ class PageWarmerTests(SynchronousTestCase):
         w.run_once(0)
         self.assertEqual(w.warmed, 256 * 1024 + 2)  # [100, 100 + 256 KiB + 2)
 
-    def test_read_mode_leaves_pages_clean(self) -> None:
-        """SYNC_FLUSH's warmer maps the pages without dirtying them: no fdatasync writes zeros."""
-        w = PageWarmer(window=64 * 1024, write=False)
+    def test_populating_dirties_the_pages(self) -> None:
+        """ASYNC_FLUSH's warmer maps the pages writable (dirty), so the first append takes no fault."""
+        w = PageWarmer(window=64 * 1024)
         dirty = _resident_pages(self.f, "Private_Dirty")
-        before = _resident_pages(self.f)
-        w.note_append(self.f, 0)
+        w.note_append(self.f, 128 * 1024)
         w.run_once(0)
-        self.assertEqual(w.warmed, 128 * 1024)
-        self.assertGreaterEqual(_resident_pages(self.f) - before, 128 * 1024 // OS_PAGE_SIZE - 1)
-        self.assertEqual(_resident_pages(self.f, "Private_Dirty"), dirty)
-        # the write mode does dirty them (the check above can fail)
-        w2 = PageWarmer(window=64 * 1024)
-        w2.note_append(self.f, 128 * 1024)
-        w2.run_once(0)
         self.assertGreaterEqual(_resident_pages(self.f, "Private_Dirty") - dirty, 128 * 1024 // OS_PAGE_SIZE - 1)
 
     def test_window_clipped_to_the_file_and_closed_file(self) -> None:

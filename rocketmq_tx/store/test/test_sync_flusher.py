@@ -218,7 +218,6 @@ class NativeStoreTests(SynchronousTestCase):
         s = open_store(temp_root(self), Clock(), flush_disk_type=FlushDiskType.SYNC_FLUSH,
                        mapped_file_size_commit_log=8 * 1024)
         s.now = time.time
-        self.assertFalse(s.page_warmer.write)
         self.assertTrue(s.page_warmer.zero)  # zeros ahead; the appends use pwrite
         driver = StoreDriver(s, clean=False)
         driver.start()
