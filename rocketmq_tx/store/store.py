@@ -43,7 +43,7 @@ from rocketmq_tx.store.commitlog import (
 from rocketmq_tx.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rocketmq_tx.store.consumequeue import FILLER_SIZE, ConsumeQueue
 from rocketmq_tx.store.flush import FlushRealTimeService, GroupCommitService
-from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE
+from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE, END_FILE_MIN_BLANK_LENGTH
 from rocketmq_tx.store.index import IndexService
 from rocketmq_tx.store.mappedfile import NOT_ZEROING, PageWarmer
 from rocketmq_tx.store.status import (
@@ -775,7 +775,8 @@ class DefaultMessageStore:
         if warmer.zero_from == NOT_ZEROING:  # the common case; the native path checks it inline
             return
         last = self.commit_log.mapped_file_queue.last()
-        if last is None or last.file_from_offset + last.wrote_position + size + 8 > warmer.zero_from:
+        if last is None or last.file_from_offset + last.wrote_position + size + END_FILE_MIN_BLANK_LENGTH \
+                > warmer.zero_from:
             warmer.wait_clear()
 
     def _handle_flush(self, result: PutMessageResult, end_offset: int, wait: bool) -> PutMessageResult:
