@@ -109,7 +109,7 @@ def env(java_classpath_4, java_classpath_5, tmp_path_factory):
                                  ["consume", server.namesrv, TOPIC, GROUP, "1000000", "900"], ready=r"READY (\d+)")
         received = [json.loads(consumer.readline(60)) for _ in range(COUNT)]
         assert sorted(m["body"] for m in received) == sorted(f"java-{i}" for i in range(COUNT))
-        wait_committed(server.addr, {s["queueId"] for s in sends})
+        tb.wait_committed(server.addr, GROUP, TOPIC, {s["queueId"] for s in sends})
         home = rj.JavaHome("admin-tools")
         yield dict(server=server, ns=server.namesrv, addr=server.addr, sends=sends, consumer=consumer, home=home,
                    cp={"4.9.8": java_classpath_4, "5.5.0": java_classpath_5}, first_store_ms=first_store_ms)
@@ -119,19 +119,6 @@ def env(java_classpath_4, java_classpath_5, tmp_path_factory):
         if consumer is not None:
             consumer.stop()
         server.stop()
-
-
-def wait_committed(addr: str, queues, timeout: float = 30.0) -> None:
-    """The push consumer commits its offsets every 5 s; poll until every queue is at its end."""
-    deadline = time.monotonic() + timeout
-    with BlockingConnection(addr) as conn:
-        while True:
-            state = {q: (tb.consumer_offset(conn, GROUP, TOPIC, q), tb.max_offset(conn, TOPIC, q)) for q in queues}
-            if all(c == m for c, m in state.values()):
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"consumer offsets never caught up: {state}")
-            time.sleep(0.2)  # polling remote state, bounded by the deadline
 
 
 #: (version, args) -> (stdout, description) of the read-only commands, run up front.
@@ -375,4 +362,4 @@ def test_reset_offset_by_time(admin, env):
         if line and line.startswith("{") and '"body"' in line:
             again.append(json.loads(line)["body"])
     assert sorted(again) == sorted(f"java-{i}" for i in range(COUNT)), (again, admin.last)
-    wait_committed(env["addr"], range(4))
+    tb.wait_committed(env["addr"], GROUP, TOPIC, range(4))

@@ -33,7 +33,7 @@ import pytest
 import javaharness as jh
 import rocketmq_java as rj
 import txbroker as txb
-from rocketmq_tx.blocking import BlockingConnection, BlockingMQClient, BlockingProducer, BlockingPullClient
+from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.route import TopicRouteData
@@ -519,18 +519,6 @@ def test_delay_level(cluster):
     assert time.monotonic() - sent_at >= 4.0
 
 
-def wait_group_offsets(broker: str, group: str, topic: str, queues: int, timeout: float = 30.0) -> None:
-    """Until the broker has an offset of *group* for every queue of *topic*."""
-    deadline = time.monotonic() + timeout
-    with BlockingConnection(broker) as conn:
-        while True:
-            missing = [q for q in range(queues) if txb.consumer_offset(conn, group, topic, q) < 0]
-            if not missing:
-                return
-            assert time.monotonic() < deadline, f"no committed offset of {group} for queues {missing}"
-            time.sleep(0.2)  # polling the broker, bounded by the deadline
-
-
 def test_reset_offset_by_time_reaches_our_push_consumer(cluster):
     """mqadmin resetOffsetByTime rewinds our running push consumer (RESET_CONSUMER_CLIENT_OFFSET)."""
     topic, group = "TxReset", f"TX_RESET_CG_{time.monotonic_ns()}"
@@ -546,7 +534,7 @@ def test_reset_offset_by_time_reaches_our_push_consumer(cluster):
         # The Java broker refuses the reset ("consumer group not exist", and mqadmin prints
         # nothing) until it holds the group's offset of every queue; a push consumer commits
         # them every 5 s.
-        wait_group_offsets(cluster["broker"], group, topic, route.queue_datas[0].read_queue_nums)
+        txb.wait_committed(cluster["broker"], group, topic, range(route.queue_datas[0].write_queue_nums))
         admin = rj.mqadmin(cluster["classpath"], ["resetOffsetByTime", "-n", cluster["namesrv"], "-g", group,
                                                   "-t", topic, "-s", str(before)], cluster["home"])
         # mqadmin exits 0 even when the command failed. This three-column table is printed only

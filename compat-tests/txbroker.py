@@ -250,6 +250,24 @@ def consumer_offset(conn: BlockingConnection, group: str, topic: str, queue_id: 
     return int(r.ext_fields["offset"]) if r.code == ResponseCode.SUCCESS else -1
 
 
+
+def wait_committed(addr: str, group: str, topic: str, queues, timeout: float = 30.0) -> None:
+    """
+    Until the broker's committed offset of *group* is at the end of each of *queues* (a push
+    consumer commits every 5 s). At the end, not merely present: a Java broker answers
+    QUERY_CONSUMER_OFFSET with 0 for a group it holds no offset of while the queue still
+    starts at 0 in memory, so "an offset exists" cannot be read from it.
+    """
+    deadline = time.monotonic() + timeout
+    with BlockingConnection(addr) as conn:
+        while True:
+            state = {q: (consumer_offset(conn, group, topic, q), max_offset(conn, topic, q)) for q in queues}
+            if all(c == m for c, m in state.values()):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"consumer offsets of {group} never caught up: {state}")
+            time.sleep(0.2)  # polling remote state, bounded by the deadline
+
 def broker_log_problems(text: str) -> list[str]:
     """Tracebacks and unhandled errors in a twistd log (a broker must log none under these tests)."""
     return [line for line in text.splitlines()
