@@ -25,6 +25,9 @@
 #include <pthread.h>
 #include <time.h>
 
+/* the METH_* calling conventions fix every function's parameters, used or not (-Wextra) */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
 #define MAGIC_V1 ((int32_t)-626843481)
 #define MAGIC_V2 ((int32_t)-626843477)
 #define MAGIC_BLANK ((int32_t)-875286124)
@@ -42,7 +45,7 @@ static PyObject *RemoteProtocolError;
 static PyObject *RemotingCommand;
 static PyObject *SerializeRocketMQ;
 static PyObject *LocalProtocolError;
-static PyObject *s_code, *s_language, *s_version, *s_opaque, *s_flag, *s_remark, *s_ext_fields;
+static PyObject *s_code, *s_language, *s_version, *s_opaque, *s_flag, *s_remark, *s_ext_fields, *s_items;
 
 static inline uint32_t rd32(const unsigned char *p)
 {
@@ -191,37 +194,126 @@ fail:
     return NULL;
 }
 
-/* properties_to_string(properties: dict) -> str: name 0x01 value joined by 0x02, None values skipped. */
+/*
+ * k, v = item as Python unpacks it, as new references: an exact 2-tuple directly, anything
+ * else through iter() (ValueError for another length, TypeError for a non-iterable).
+ */
+static int unpack_pair(PyObject *item, PyObject **k, PyObject **v)
+{
+    *k = *v = NULL;
+    if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2) {
+        *k = Py_NewRef(PyTuple_GET_ITEM(item, 0));
+        *v = Py_NewRef(PyTuple_GET_ITEM(item, 1));
+        return 0;
+    }
+    PyObject *it = PyObject_GetIter(item);
+    if (it == NULL)
+        return -1;
+    PyObject *extra = NULL;
+    if ((*k = PyIter_Next(it)) != NULL && (*v = PyIter_Next(it)) != NULL && (extra = PyIter_Next(it)) == NULL &&
+        !PyErr_Occurred()) {
+        Py_DECREF(it);
+        return 0;
+    }
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, extra ? "too many values to unpack (expected 2)"
+                                                : "not enough values to unpack (expected 2)");
+    Py_XDECREF(extra);
+    Py_CLEAR(*k);
+    Py_CLEAR(*v);
+    Py_DECREF(it);
+    return -1;
+}
+
+/*
+ * properties_to_string(properties: dict) -> str: name 0x01 value joined by 0x02, None values
+ * skipped, each formatted as f"{x}" formats it, in the order of the twin's comprehension over
+ * properties.items(). A key's or value's __format__ can run any code, a change to the dict
+ * included: each pair is owned (borrowed references from PyDict_Next once dangled here), an
+ * exact dict is walked in place with the checks of Python's dict iterator (the same
+ * RuntimeError, or the same answer), and anything else through its own items().
+ */
 static PyObject *properties_to_string(PyObject *self, PyObject *props)
 {
-    if (!PyDict_Check(props)) {
-        PyErr_SetString(PyExc_TypeError, "properties_to_string() needs a dict");
-        return NULL;
+    PyObject *it = NULL;
+    Py_ssize_t pos = 0, used = 0, left = 0;
+    if (PyDict_CheckExact(props)) {
+        used = left = PyDict_GET_SIZE(props);
+    } else {
+        PyObject *items = PyObject_CallMethodNoArgs(props, s_items);
+        if (items == NULL)
+            return NULL;
+        it = PyObject_GetIter(items);
+        Py_DECREF(items);
+        if (it == NULL)
+            return NULL;
     }
     PyObject *parts = PyList_New(0);
-    if (parts == NULL)
+    if (parts == NULL) {
+        Py_XDECREF(it);
         return NULL;
+    }
     PyObject *result = NULL;
-    Py_ssize_t pos = 0, total = 0;
+    Py_ssize_t total = 0;
     Py_UCS4 maxchar = 127;
-    PyObject *k, *v;
-    while (PyDict_Next(props, &pos, &k, &v)) {
-        if (v == Py_None)
-            continue;
-        PyObject *pair[2] = {k, v};
-        for (int i = 0; i < 2; i++) {
-            PyObject *t = PyUnicode_CheckExact(pair[i]) ? Py_NewRef(pair[i]) : PyObject_Str(pair[i]);
-            if (t == NULL || PyList_Append(parts, t) < 0) {
-                Py_XDECREF(t);
+    for (;;) {
+        PyObject *pair[2];
+        if (it == NULL) {
+            PyObject *k, *v;
+            if (PyDict_GET_SIZE(props) != used) {
+                PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
                 goto done;
             }
-            total += PyUnicode_GET_LENGTH(t);
+            if (!PyDict_Next(props, &pos, &k, &v))
+                break;
+            if (left-- == 0) {
+                PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
+                goto done;
+            }
+            pair[0] = Py_NewRef(k);
+            pair[1] = Py_NewRef(v);
+        } else {
+            PyObject *item = PyIter_Next(it);
+            if (item == NULL)
+                break;
+            int rc = unpack_pair(item, &pair[0], &pair[1]);
+            Py_DECREF(item);
+            if (rc < 0)
+                goto done;
+        }
+        if (pair[1] == Py_None) {
+            Py_DECREF(pair[0]);
+            Py_DECREF(pair[1]);
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            PyObject *t = PyObject_Format(pair[i], NULL); /* exact str: a new reference, no call */
+            if (t == NULL || PyList_Append(parts, t) < 0) {
+                Py_XDECREF(t);
+                Py_DECREF(pair[0]);
+                Py_DECREF(pair[1]);
+                goto done;
+            }
+            Py_ssize_t len = PyUnicode_GET_LENGTH(t);
+            if (len > PY_SSIZE_T_MAX - 2 - total) {
+                Py_DECREF(t);
+                Py_DECREF(pair[0]);
+                Py_DECREF(pair[1]);
+                PyErr_SetString(PyExc_OverflowError, "join() result is too long for a Python string");
+                goto done;
+            }
+            total += len;
             if (PyUnicode_MAX_CHAR_VALUE(t) > maxchar)
                 maxchar = PyUnicode_MAX_CHAR_VALUE(t);
             Py_DECREF(t);
         }
+        Py_DECREF(pair[0]);
+        Py_DECREF(pair[1]);
         total += 2; /* 0x01 after the name, 0x02 after the value */
     }
+    if (PyErr_Occurred())
+        goto done;
+    /* from here on only this function sees parts: no Python code runs */
     Py_ssize_t npairs = PyList_GET_SIZE(parts) / 2;
     if (npairs == 0) {
         result = PyUnicode_New(0, 0);
@@ -251,6 +343,7 @@ static PyObject *properties_to_string(PyObject *self, PyObject *props)
 error:
     Py_CLEAR(result);
 done:
+    Py_XDECREF(it);
     Py_DECREF(parts);
     return result;
 }
@@ -268,6 +361,12 @@ static int as_i32(PyObject *o, int32_t *out)
     }
     *out = (int32_t)v;
     return 0;
+}
+
+static int as_ll(PyObject *o, long long *out)
+{
+    *out = PyLong_AsLongLong(o);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 static int as_i64(PyObject *o, int64_t *out)
@@ -304,6 +403,16 @@ typedef struct {
 
 static void record_release(Record *r) { PyBuffer_Release(&r->body); }
 
+/* The exception set as the twin's MessageFormatError (its struct.pack's error). -1. */
+static int field_error(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_Format(MessageFormatError, "a record field is out of range: %S", value ? value : Py_None);
+    Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+    return -1;
+}
+
 /*
  * Checks the 15 encode_record arguments at *a* and sizes the record; on success the body
  * buffer is held (record_release). Errors are MessageFormatError, as the Python encoder's.
@@ -325,13 +434,8 @@ static int record_prepare(Record *r, PyObject *const *a)
     if (as_i32(a[3], &r->queue_id) < 0 || as_i32(a[4], &r->flag) < 0 || as_i64(a[5], &r->queue_offset) < 0 ||
         as_i64(a[6], &r->commit_log_offset) < 0 || as_i32(a[7], &sys_flag) < 0 ||
         as_i64(a[8], &r->born_ts) < 0 || as_i64(a[10], &r->store_ts) < 0 ||
-        as_i32(a[12], &r->reconsume_times) < 0 || as_i64(a[13], &r->prepared) < 0) {
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_Format(MessageFormatError, "a record field is out of range: %S", value ? value : Py_None);
-        Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
-        return -1;
-    }
+        as_i32(a[12], &r->reconsume_times) < 0 || as_i64(a[13], &r->prepared) < 0)
+        return field_error();
     r->flags = (uint32_t)sys_flag & ~(BORN_V6 | STORE_V6);
     if (born_len == 20)
         r->flags |= BORN_V6;
@@ -376,19 +480,21 @@ static int record_prepare(Record *r, PyObject *const *a)
         r->crc = (uint32_t)c & 0x7FFFFFFFu;
     } else {
         int32_t given;
-        if (as_i32(a[14], &given) < 0) {
+        if (as_i32(a[14], &given) < 0) { /* out of range or not an int, as struct.pack finds */
             record_release(r);
-            return -1;
+            return field_error();
         }
         r->crc = (uint32_t)given;
     }
-    Py_ssize_t fixed = RECORD_FIXED + born_len - 8 + store_len - 8;
-    r->total = fixed + r->body.len + r->width + topic_len + 2 + props_len;
-    if (r->total > INT32_MAX) {
+    /* everything but the body is under 64 KiB; the body is compared with the room left, as
+       adding it could overflow a 32-bit Py_ssize_t */
+    Py_ssize_t rest = RECORD_FIXED + born_len - 8 + store_len - 8 + r->width + topic_len + 2 + props_len;
+    if (r->body.len > INT32_MAX - rest) {
+        PyErr_Format(MessageFormatError, "a record field is out of range: a body of %zd bytes", r->body.len);
         record_release(r);
-        PyErr_Format(MessageFormatError, "a record field is out of range: record of %zd bytes", r->total);
         return -1;
     }
+    r->total = rest + r->body.len;
     return 0;
 }
 
@@ -473,8 +579,13 @@ static PyObject *validate_record(PyObject *self, PyObject *const *args, Py_ssize
         return NULL;
     }
     Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
-    if (offset == -1 && PyErr_Occurred())
-        return NULL;
+    if (offset == -1 && PyErr_Occurred()) {
+        /* past any buffer either way: invalid, as for the twin */
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;
+        PyErr_Clear();
+        offset = -1;
+    }
     int check_crc = PyObject_IsTrue(args[2]);
     if (check_crc < 0)
         return NULL;
@@ -482,14 +593,16 @@ static PyObject *validate_record(PyObject *self, PyObject *const *args, Py_ssize
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
     const unsigned char *buf = view.buf;
-    Py_ssize_t avail = view.len - offset;
+    /* every length below is checked against the bytes left (len > end - pos), never by adding
+       to a position, so no input overflows (view.len - offset: both are non-negative) */
+    Py_ssize_t avail = offset < 0 ? -1 : view.len - offset;
     int result = -1; /* -1 invalid, 0 blank, 1 valid */
     int32_t total = 0, queue_id = 0, sys_flag = 0;
     int64_t phys = 0;
     const unsigned char *topic_ptr = NULL;
     Py_ssize_t topic_length = 0;
-    if (offset < 0 || avail < RECORD_HEAD) {
-        if (offset >= 0 && avail >= 8 && (int32_t)rd32(buf + offset + 4) == MAGIC_BLANK)
+    if (avail < RECORD_HEAD) {
+        if (avail >= 8 && (int32_t)rd32(buf + offset + 4) == MAGIC_BLANK)
             result = 0;
         goto done;
     }
@@ -514,21 +627,19 @@ static PyObject *validate_record(PyObject *self, PyObject *const *args, Py_ssize
         goto done;
     Py_ssize_t fixed = RECORD_FIXED + (((uint32_t)sys_flag & BORN_V6) ? 12 : 0) +
                        (((uint32_t)sys_flag & STORE_V6) ? 12 : 0);
-    Py_ssize_t end = total;
+    Py_ssize_t end = total; /* 0 < total <= avail: the record is in the buffer */
     if (total < fixed + width + 2)
         goto done;
     int32_t body_length = (int32_t)rd32(r + fixed - 4);
-    Py_ssize_t body_end = fixed + (Py_ssize_t)body_length;
-    if (body_length < 0 || body_end + width + 2 > end)
+    if (body_length < 0 || body_length > end - fixed - width - 2)
         goto done;
+    Py_ssize_t body_end = fixed + body_length;
     topic_length = width == 1 ? r[body_end] : rd16s(r + body_end);
-    if (topic_length <= 0 || (width == 1 && topic_length > 127))
+    if (topic_length <= 0 || (width == 1 && topic_length > 127) || topic_length > end - body_end - width - 2)
         goto done;
     Py_ssize_t topic_end = body_end + width + topic_length;
-    if (topic_end + 2 > end)
-        goto done;
     int16_t props_length = rd16s(r + topic_end);
-    if (props_length < 0 || topic_end + 2 + props_length != end)
+    if (props_length < 0 || props_length != end - topic_end - 2)
         goto done;
     if ((props_length ? r[end - 1] : r[topic_end - 1]) == 0)
         goto done;
@@ -585,20 +696,24 @@ static int index_write(unsigned char *b, Py_ssize_t len, long long slots, long l
                        int32_t key_hash, int64_t phy, int64_t ts)
 {
     int64_t time_diff = 0;
-    if (h->begin_ts > 0) {
-        time_diff = ts >= h->begin_ts ? (ts - h->begin_ts) / 1000 : -((h->begin_ts - ts) / 1000);
-        if (time_diff < 0)
-            time_diff = 0;
+    /* earlier than begin_ts clamps to 0; begin_ts > 0, so ts - begin_ts cannot overflow */
+    if (h->begin_ts > 0 && ts > h->begin_ts) {
+        time_diff = (ts - h->begin_ts) / 1000;
         if (time_diff > INT32_MAX)
             time_diff = INT32_MAX;
     }
-    long long slot_pos = INDEX_HEADER + (key_hash % slots) * INDEX_SLOT;
-    long long pos = base + (long long)h->count * INDEX_ENTRY;
-    if (slot_pos + INDEX_SLOT > len || pos < 0 || pos + INDEX_ENTRY > len)
+    /* positions are checked against the room left, never computed past the buffer: base and
+       the counts come from the caller; the int32 counts must not wrap either */
+    long long slot_pos = INDEX_HEADER + (long long)(key_hash % slots) * INDEX_SLOT;
+    if (slot_pos > len - INDEX_SLOT || base < 0 || base > len ||
+        h->count > (len - base) / INDEX_ENTRY - 1 || h->count == INT32_MAX)
         return -1;
+    long long pos = base + (long long)h->count * INDEX_ENTRY;
     int32_t slot_value = (int32_t)rd32(b + slot_pos);
     if (slot_value <= 0 || slot_value > h->count)
         slot_value = 0;
+    if (slot_value == 0 && h->slot_count == INT32_MAX)
+        return -1;
     wr32(b + pos, (uint32_t)key_hash);
     wr64(b + pos + 4, (uint64_t)phy);
     wr32(b + pos + 12, (uint32_t)time_diff);
@@ -743,9 +858,9 @@ static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_
     IndexTarget t;
     if (index_target_args(&t, args + 1) < 0)
         return NULL;
-    long long skip = PyLong_AsLongLong(args[14]), phy = PyLong_AsLongLong(args[15]);
-    long long ts = PyLong_AsLongLong(args[16]);
-    if (PyErr_Occurred())
+    /* one at a time: an __index__ must not run with an exception already set */
+    long long skip, phy, ts;
+    if (as_ll(args[14], &skip) < 0 || as_ll(args[15], &phy) < 0 || as_ll(args[16], &ts) < 0)
         return NULL;
     if (check_index_args(args[10], args[11], args[12], args[13], "index_put_keys") < 0)
         return NULL;
@@ -776,14 +891,13 @@ static PyObject *s_topic, *s_body, *s_properties, *s_queue_id, *s_sys_flag, *s_b
     *s_entries_base, *s_begin_timestamp, *s_end_timestamp, *s_begin_phy_offset, *s_end_phy_offset,
     *s_hash_slot_count, *s_index_count;
 
-static int set_ll(PyObject *obj, PyObject *name, long long value)
+/* An int attribute, its object kept in *keep (a new reference) to put back if need be. */
+static int attr_keep(PyObject *obj, PyObject *name, long long *out, PyObject **keep)
 {
-    PyObject *v = PyLong_FromLongLong(value);
-    if (v == NULL)
+    if ((*keep = PyObject_GetAttr(obj, name)) == NULL)
         return -1;
-    int rc = PyObject_SetAttr(obj, name, v);
-    Py_DECREF(v);
-    return rc;
+    *out = PyLong_AsLongLong(*keep);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
 /*
@@ -792,14 +906,16 @@ static int set_ll(PyObject *obj, PyObject *name, long long value)
  * the appends, and writeback write-protects every page it cleans in every mapping of it,
  * with a TLB shootdown each; the next write through the mapping then takes a fault. Measured
  * on a 2-vCPU VM, that made this call 1.6 times as long on average and its p99 six times; a
- * pwrite touches no page table. 0, or -1 with OSError set.
+ * pwrite touches no page table. 0, or -1 with OSError set and *written the bytes that did go
+ * in (a short write before the error), for the caller to zero.
  */
 static unsigned char *fd_record_buf;
 static size_t fd_record_cap;
 
-static int write_record_fd(int fd, long long pos, const Record *r)
+static int write_record_fd(int fd, long long pos, const Record *r, size_t *written)
 {
     size_t total = (size_t)r->total;
+    *written = 0;
     if (total > fd_record_cap) {
         size_t cap = total < 65536 ? 65536 : total;
         unsigned char *b = PyMem_Realloc(fd_record_buf, cap);
@@ -819,6 +935,7 @@ static int write_record_fd(int fd, long long pos, const Record *r)
         if (n <= 0) {
             if (n == 0)
                 errno = EIO;
+            *written = done;
             PyErr_SetFromErrno(PyExc_OSError);
             return -1;
         }
@@ -826,6 +943,47 @@ static int write_record_fd(int fd, long long pos, const Record *r)
     }
     return 0;
 }
+
+/*
+ * Zeros over [pos, pos + len) of the file, TOTALSIZE first, with pwrite: undoes the part of a
+ * record a failed pwrite left (a file's bytes past its wrote_position are zeros: appends are
+ * sequential and truncation zeroes). pwrite rather than the mapping: the disk may be failing,
+ * and a page of the mapping that has to be read in would then raise SIGBUS. Best effort.
+ */
+static void zero_fd_range(int fd, long long pos, size_t len)
+{
+    static const unsigned char zeros[4096];
+    size_t done = 0;
+    while (done < len) {
+        size_t n = done == 0 && len > 4 ? 4 : len - done < sizeof(zeros) ? len - done : sizeof(zeros);
+        ssize_t w = pwrite(fd, zeros, n, (off_t)(pos + (long long)done));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        done += (size_t)w;
+    }
+}
+
+/*
+ * Takes back index_walk's entries count_from .. t->h.count - 1, newest first: each slot gets
+ * the entry's link to the slot's previous entry (0 where that was not valid, which reads the
+ * same), the entry is zeroed (past index_count, nobody reads it), the header goes back.
+ */
+static void index_undo(IndexTarget *t, int32_t count_from, const unsigned char *header)
+{
+    for (int32_t c = t->h.count - 1; c >= count_from; c--) {
+        unsigned char *e = t->buf + t->base + (long long)c * INDEX_ENTRY;
+        long long slot_pos = INDEX_HEADER + (long long)((int32_t)rd32(e) % t->slots) * INDEX_SLOT;
+        wr32(t->buf + slot_pos, rd32(e + 16));
+        memset(e, 0, INDEX_ENTRY);
+    }
+    memcpy(t->buf, header, INDEX_HEADER);
+}
+
+/* The attributes append_message moves, in the order it moves them (see there). */
+enum { MV_BEGIN_TS, MV_END_TS, MV_BEGIN_PHY, MV_END_PHY, MV_SLOT_COUNT, MV_INDEX_COUNT, MV_MAX_PHYS,
+       MV_CQ_POS, MV_CL_POS, MV_STORE_TS, MV_N };
 
 /*
  * append_message(msg, clf, cqf, cq, xf, queue_offset, store_timestamp, topic_bytes, born_host,
@@ -844,6 +1002,13 @@ static int write_record_fd(int fd, long long pos, const Record *r)
  * With *cl_fd* (the CommitLog file's descriptor) the record goes in with pwrite instead of
  * through the mapping (SYNC_FLUSH: see write_record_fd); the same bytes land in the same page
  * cache. A failed write raises OSError with nothing moved.
+ *
+ * Any exception leaves nothing written and nothing moved: whatever can fail (reading the
+ * objects, sizes and room, index geometry, the new positions' objects and the result) comes
+ * before the first byte is written; after it only the pwrite and setting the attributes can
+ * fail, and then the bytes written are taken back (zeros, the index entries unlinked) and the
+ * attributes already moved are set back to the objects read. store_timestamp, whose old
+ * value is not read, is moved last.
  */
 static PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -866,48 +1031,59 @@ static PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_
     int index_tags = PyObject_IsTrue(args[13]);
     if (index_tags < 0)
         return NULL;
-    long long queue_offset = PyLong_AsLongLong(args[5]), max_record = PyLong_AsLongLong(args[15]);
-    if (PyErr_Occurred())
+    long long queue_offset, max_record;
+    if (as_ll(args[5], &queue_offset) < 0 || as_ll(args[15], &max_record) < 0)
         return NULL;
-    long long cl_pos, cl_from, cq_pos, cq_from, max_phys;
-    if (attr_long(clf, s_wrote_position, &cl_pos) < 0 || attr_long(clf, s_file_from_offset, &cl_from) < 0 ||
-        attr_long(cqf, s_wrote_position, &cq_pos) < 0 || attr_long(cqf, s_file_from_offset, &cq_from) < 0 ||
-        attr_long(cq, s_max_physic_offset, &max_phys) < 0)
-        return NULL;
-    long long phys = cl_from + cl_pos;
-    /* an empty ConsumeQueue file may need Java's leading filler; a gap or a repeat needs the
-       general path's checks and log lines */
-    if (cl_pos < 0 || cq_pos <= 0 || cq_from + cq_pos != queue_offset * 20 || phys < max_phys)
-        Py_RETURN_NONE;
+    /* targets, names, old and new values of what is moved at the end */
+    PyObject *mv_obj[MV_N] = {xf, xf, xf, xf, xf, xf, cq, cqf, clf, clf};
+    PyObject *mv_name[MV_N] = {s_begin_timestamp, s_end_timestamp, s_begin_phy_offset, s_end_phy_offset,
+                               s_hash_slot_count, s_index_count, s_max_physic_offset, s_wrote_position,
+                               s_wrote_position, s_store_timestamp};
+    PyObject *mv_old[MV_N] = {NULL}, *mv_new[MV_N] = {NULL};
+    PyObject *got[10] = {NULL};
+    PyObject *result = NULL, *placed = NULL;
+    Record r;
+    int prepared = 0;
+    Py_buffer cl, cq_view, idx;
+    cl.obj = cq_view.obj = idx.obj = NULL;
     IndexTarget t;
     memset(&t, 0, sizeof(t));
+    long long cl_pos, cl_from, cq_pos, cq_from, max_phys;
+    if (attr_keep(clf, s_wrote_position, &cl_pos, &mv_old[MV_CL_POS]) < 0 ||
+        attr_long(clf, s_file_from_offset, &cl_from) < 0 ||
+        attr_keep(cqf, s_wrote_position, &cq_pos, &mv_old[MV_CQ_POS]) < 0 ||
+        attr_long(cqf, s_file_from_offset, &cq_from) < 0 ||
+        attr_keep(cq, s_max_physic_offset, &max_phys, &mv_old[MV_MAX_PHYS]) < 0)
+        goto done;
+    /* an empty ConsumeQueue file may need Java's leading filler; a gap or a repeat needs the
+       general path's checks and log lines (and so do positions whose sums overflow) */
+    long long phys, cq_end, cq_want;
+    if (cl_pos < 0 || cq_pos <= 0 || __builtin_add_overflow(cl_from, cl_pos, &phys) ||
+        __builtin_add_overflow(cq_from, cq_pos, &cq_end) || __builtin_mul_overflow(queue_offset, 20, &cq_want) ||
+        cq_end != cq_want || phys < max_phys)
+        goto none;
     if (indexed) {
         long long v[6];
         if (attr_long(xf, s_hash_slot_num, &t.slots) < 0 || attr_long(xf, s_index_num, &t.index_num) < 0 ||
-            attr_long(xf, s_entries_base, &t.base) < 0 || attr_long(xf, s_begin_timestamp, &v[0]) < 0 ||
-            attr_long(xf, s_end_timestamp, &v[1]) < 0 || attr_long(xf, s_begin_phy_offset, &v[2]) < 0 ||
-            attr_long(xf, s_end_phy_offset, &v[3]) < 0 || attr_long(xf, s_hash_slot_count, &v[4]) < 0 ||
-            attr_long(xf, s_index_count, &v[5]) < 0)
-            return NULL;
+            attr_long(xf, s_entries_base, &t.base) < 0)
+            goto done;
+        for (int i = 0; i < 6; i++) {
+            if (attr_keep(xf, mv_name[MV_BEGIN_TS + i], &v[i], &mv_old[MV_BEGIN_TS + i]) < 0)
+                goto done;
+        }
         if (t.slots <= 0 || v[4] < 0 || v[4] > INT32_MAX || v[5] < 0 || v[5] > INT32_MAX) {
             PyErr_SetString(PyExc_ValueError, "append_message: index header out of range");
-            return NULL;
+            goto done;
         }
         IndexHeader h = {v[0], v[1], v[2], v[3], (int32_t)v[4], (int32_t)v[5]};
         t.h = h;
         /* a full file is replaced even for a message without keys: the general path does that */
         if (phys < t.h.end_phy || t.h.count >= t.index_num)
-            Py_RETURN_NONE;
+            goto none;
     }
     /* the record's 15 fields, in encode_record's order */
     static PyObject **names[10] = {&s_body, &s_properties, &s_queue_id, &s_flag, &s_sys_flag, &s_born_timestamp,
                                    &s_reconsume_times, &s_prepared_transaction_offset, &s_topic, &s_tags_code};
-    PyObject *got[10] = {NULL};
-    PyObject *result = NULL;
-    Record r;
-    int prepared = 0;
-    Py_buffer cl, cq_view, idx;
-    cl.obj = cq_view.obj = idx.obj = NULL;
     for (int i = 0; i < 10; i++) {
         if ((got[i] = PyObject_GetAttr(msg, *names[i])) == NULL)
             goto done;
@@ -934,60 +1110,118 @@ static PyObject *append_message(PyObject *self, PyObject *const *args, Py_ssize_
         goto done;
     prepared = 1;
     PyObject *itags = index_tags ? tags : Py_None;
-    long long next;
-    if (r.total > max_record ||
-        (indexed && t.h.count + index_walk(NULL, topic, uniq, keys, itags, 0, 0, 0, &next) > t.index_num)) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    PyObject *cl_mm = PyObject_GetAttr(clf, s_mm), *cq_mm = PyObject_GetAttr(cqf, s_mm);
-    PyObject *x_mm = indexed ? PyObject_GetAttr(xf, s_mm) : NULL;
-    int got_buffers = cl_mm != NULL && cq_mm != NULL && (!indexed || x_mm != NULL) &&
-                      PyObject_GetBuffer(cl_mm, &cl, PyBUF_WRITABLE) == 0 &&
-                      PyObject_GetBuffer(cq_mm, &cq_view, PyBUF_WRITABLE) == 0 &&
-                      (!indexed || PyObject_GetBuffer(x_mm, &idx, PyBUF_WRITABLE) == 0);
+    long long next, items = indexed ? index_walk(NULL, topic, uniq, keys, itags, 0, 0, 0, &next) : 0;
+    if (r.total > max_record || (indexed && t.h.count + items > t.index_num))
+        goto none;
+    PyObject *cl_mm = PyObject_GetAttr(clf, s_mm);
+    rc = cl_mm == NULL ? -1 : PyObject_GetBuffer(cl_mm, &cl, PyBUF_WRITABLE);
     Py_XDECREF(cl_mm);
+    if (rc < 0)
+        goto done;
+    PyObject *cq_mm = PyObject_GetAttr(cqf, s_mm);
+    rc = cq_mm == NULL ? -1 : PyObject_GetBuffer(cq_mm, &cq_view, PyBUF_WRITABLE);
     Py_XDECREF(cq_mm);
-    Py_XDECREF(x_mm);
-    if (!got_buffers)
+    if (rc < 0)
         goto done;
-    if (cl_pos + r.total + END_FILE_MIN_BLANK > cl.len || cq_pos + 20 > cq_view.len) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    r.commit_log_offset = phys;
-    if (cl_fd >= 0) {
-        if (write_record_fd(cl_fd, cl_pos, &r) < 0)
-            goto done;
-    } else {
-        record_write((unsigned char *)cl.buf + cl_pos, &r);
-    }
-    unsigned char *e = (unsigned char *)cq_view.buf + cq_pos;
-    wr64(e, (uint64_t)phys);
-    wr32(e + 8, (uint32_t)r.total);
-    wr64(e + 12, (uint64_t)tags_code);
     if (indexed) {
+        PyObject *x_mm = PyObject_GetAttr(xf, s_mm);
+        rc = x_mm == NULL ? -1 : PyObject_GetBuffer(x_mm, &idx, PyBUF_WRITABLE);
+        Py_XDECREF(x_mm);
+        if (rc < 0)
+            goto done;
+    }
+    /* room: lengths against the space left (cl_pos, cq_pos >= 0), no sum that can overflow */
+    long long phys_end;
+    if (r.total + END_FILE_MIN_BLANK > cl.len - cl_pos || cq_pos > cq_view.len - 20 ||
+        __builtin_add_overflow(phys, (long long)r.total, &phys_end))
+        goto none;
+    if (indexed) {
+        /* every slot and the entries count .. count + items - 1 in the buffer, so index_walk
+           cannot stop half-way */
         t.buf = idx.buf;
         t.len = idx.len;
-        if (index_walk(&t, topic, uniq, keys, itags, 0, phys, r.store_ts, &next) < 0) {
+        if (t.slots > (t.len - INDEX_HEADER) / INDEX_SLOT || t.base < 0 || t.base > t.len ||
+            t.h.count + items > (t.len - t.base) / INDEX_ENTRY || t.h.count + items > INT32_MAX ||
+            t.h.slot_count + items > INT32_MAX) {
             PyErr_SetString(PyExc_IndexError, "append_message: position outside the index file");
             goto done;
         }
     }
-    /* the bytes are in: move the positions (small ints; these only fail on memory errors) */
-    if (set_ll(clf, s_wrote_position, cl_pos + r.total) < 0 || set_ll(clf, s_store_timestamp, r.store_ts) < 0 ||
-        set_ll(cqf, s_wrote_position, cq_pos + 20) < 0 || set_ll(cq, s_max_physic_offset, phys + r.total) < 0)
+    /* the new positions and the result, made before anything is written */
+    if ((mv_new[MV_MAX_PHYS] = PyLong_FromLongLong(phys_end)) == NULL ||
+        (mv_new[MV_CQ_POS] = PyLong_FromLongLong(cq_pos + 20)) == NULL ||
+        (mv_new[MV_CL_POS] = PyLong_FromLongLong(cl_pos + r.total)) == NULL ||
+        (mv_new[MV_STORE_TS] = PyLong_FromLongLong(r.store_ts)) == NULL ||
+        (placed = Py_BuildValue("(LnL)", phys, r.total, (long long)tags_code)) == NULL)
         goto done;
-    if (indexed && (set_ll(xf, s_begin_timestamp, t.h.begin_ts) < 0 || set_ll(xf, s_end_timestamp, t.h.end_ts) < 0 ||
-                    set_ll(xf, s_begin_phy_offset, t.h.begin_phy) < 0 || set_ll(xf, s_end_phy_offset, t.h.end_phy) < 0 ||
-                    set_ll(xf, s_hash_slot_count, t.h.slot_count) < 0 || set_ll(xf, s_index_count, t.h.count) < 0))
-        goto done;
-    result = Py_BuildValue("(LnL)", phys, r.total, (long long)tags_code);
+
+    /* ---- writing: from here an error takes back what was written (undo) */
+    r.commit_log_offset = phys;
+    size_t written = 0;
+    if (cl_fd >= 0) {
+        if (write_record_fd(cl_fd, cl_pos, &r, &written) < 0) {
+            zero_fd_range(cl_fd, cl_pos, written);
+            goto done;
+        }
+    } else {
+        record_write((unsigned char *)cl.buf + cl_pos, &r);
+    }
+    unsigned char *e = (unsigned char *)cq_view.buf + cq_pos, cq_old[20], header_old[INDEX_HEADER];
+    memcpy(cq_old, e, 20);
+    wr64(e, (uint64_t)phys);
+    wr32(e + 8, (uint32_t)r.total);
+    wr64(e + 12, (uint64_t)tags_code);
+    int32_t count_from = t.h.count;
+    int moved = 0;
+    if (indexed) {
+        memcpy(header_old, t.buf, INDEX_HEADER);
+        if (index_walk(&t, topic, uniq, keys, itags, 0, phys, r.store_ts, &next) < 0) {
+            PyErr_SetString(PyExc_IndexError, "append_message: position outside the index file");
+            goto undo; /* cannot happen after the check above; the entries written are taken back */
+        }
+        long long hv[6] = {t.h.begin_ts, t.h.end_ts, t.h.begin_phy, t.h.end_phy, t.h.slot_count, t.h.count};
+        for (int i = 0; i < 6; i++) {
+            if ((mv_new[MV_BEGIN_TS + i] = PyLong_FromLongLong(hv[i])) == NULL)
+                goto undo;
+        }
+    }
+    /* the bytes are in: move the positions, the index header first, store_timestamp last */
+    for (moved = indexed ? MV_BEGIN_TS : MV_MAX_PHYS; moved < MV_N; moved++) {
+        if (PyObject_SetAttr(mv_obj[moved], mv_name[moved], mv_new[moved]) < 0)
+            goto undo;
+    }
+    result = Py_NewRef(placed);
+    goto done;
+undo:;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    for (int i = moved - 1; i >= (indexed ? MV_BEGIN_TS : MV_MAX_PHYS); i--) {
+        if (PyObject_SetAttr(mv_obj[i], mv_name[i], mv_old[i]) < 0)
+            PyErr_Clear(); /* best effort: the first error is the one raised */
+    }
+    PyErr_Restore(type, value, tb);
+    if (indexed)
+        index_undo(&t, count_from, header_old);
+    memcpy(e, cq_old, 20);
+    /* through the mapping (held) even after a pwrite: a __setattr__ may have closed cl_fd, and
+       the pages were written just now, so they are in memory */
+    unsigned char *w = (unsigned char *)cl.buf + cl_pos;
+    memset(w, 0, 4); /* TOTALSIZE first: recovery stops here whatever happens next */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memset(w + 4, 0, (size_t)r.total - 4);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
 done:
     if (prepared)
         record_release(&r);
     for (int i = 0; i < 10; i++)
         Py_XDECREF(got[i]);
+    for (int i = 0; i < MV_N; i++) {
+        Py_XDECREF(mv_old[i]);
+        Py_XDECREF(mv_new[i]);
+    }
+    Py_XDECREF(placed);
     if (cl.obj != NULL)
         PyBuffer_Release(&cl);
     if (cq_view.obj != NULL)
@@ -1015,8 +1249,11 @@ static PyObject *populate(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_TypeError, "populate(buf, start, end)");
         return NULL;
     }
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    if (PyErr_Occurred())
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred())
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0)
@@ -1061,9 +1298,8 @@ static PyObject *zero_fill(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "zero_fill(fd, start, end)");
         return NULL;
     }
-    long fd = PyLong_AsLong(args[0]);
-    long long start = PyLong_AsLongLong(args[1]), end = PyLong_AsLongLong(args[2]);
-    if (PyErr_Occurred())
+    long long fd, start, end;
+    if (as_ll(args[0], &fd) < 0 || as_ll(args[1], &start) < 0 || as_ll(args[2], &end) < 0)
         return NULL;
     if (fd < 0 || fd > INT_MAX || start < 0 || end < start) {
         PyErr_SetString(PyExc_ValueError, "zero_fill: bad descriptor or range");
@@ -1144,7 +1380,11 @@ typedef struct {
     long long hold;      /* unflushed bytes that start a sync when nobody waits yet */
     int kick;            /* a waiter is waiting: sync now */
     int syncing;         /* a sync is running (one at a time, by whichever thread) */
-    int stop, started;
+    int stop;
+    /* all under mu, as stop() runs without the GIL beside wait() and the getters: the thread
+       runs (started), one stop() joins it (joining), the others wait on joined until it ends */
+    int started, joining;
+    pthread_cond_t joined;
     pthread_t thread;
 } FlusherState;
 
@@ -1163,6 +1403,13 @@ static void deadline_after(struct timespec *ts, double seconds)
     long long ns = (long long)(seconds * 1e9) + ts->tv_nsec;
     ts->tv_sec += (time_t)(ns / 1000000000LL);
     ts->tv_nsec = (long)(ns % 1000000000LL);
+}
+
+/* Whether hi > lo and hi - lo >= hold, without computing a difference that can overflow (the
+ * offsets and hold are the caller's numbers; hi - lo fits an unsigned long long). */
+static int gap_reaches(long long hi, long long lo, long long hold)
+{
+    return hi > lo && (hold <= 0 || (unsigned long long)hi - (unsigned long long)lo >= (unsigned long long)hold);
 }
 
 /* under mu: wake the waiters whose offsets are flushed (all of them when stopping) */
@@ -1239,7 +1486,7 @@ static void *flusher_main(void *arg)
     pthread_mutex_lock(&st->mu);
     for (;;) {
         while (st->syncing || (!st->stop && (st->requested <= st->flushed ||
-                                             (!st->kick && st->requested - st->flushed < st->hold))))
+                                             (!st->kick && !gap_reaches(st->requested, st->flushed, st->hold)))))
             pthread_cond_wait(&st->work, &st->mu);
         if (st->requested <= st->flushed)
             break; /* stopping with nothing left to sync */
@@ -1274,6 +1521,7 @@ static int flusher_init(SyncFlusherObject *self, PyObject *args, PyObject *kw)
     }
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->work, &monotonic_condattr);
+    pthread_cond_init(&st->joined, &monotonic_condattr);
     st->requested = st->flushed = flushed;
     st->hold = hold;
     self->st = st;
@@ -1283,16 +1531,26 @@ static int flusher_init(SyncFlusherObject *self, PyObject *args, PyObject *kw)
 static PyObject *flusher_start(SyncFlusherObject *self, PyObject *unused)
 {
     FlusherState *st = self->st;
-    if (st == NULL || st->started || st->stop) {
+    if (st == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "SyncFlusher: start() once, before stop()");
         return NULL;
     }
-    int err = pthread_create(&st->thread, NULL, flusher_main, st);
+    int err = -1;
+    /* under mu: a stop() running without the GIL reads started; the new thread waits for mu */
+    pthread_mutex_lock(&st->mu);
+    if (!st->started && !st->stop) {
+        err = pthread_create(&st->thread, NULL, flusher_main, st);
+        st->started = err == 0;
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (err < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "SyncFlusher: start() once, before stop()");
+        return NULL;
+    }
     if (err != 0) {
         errno = err;
         return PyErr_SetFromErrno(PyExc_OSError);
     }
-    st->started = 1;
     Py_RETURN_NONE;
 }
 
@@ -1302,12 +1560,24 @@ static void flusher_stop_state(FlusherState *st)
     pthread_mutex_lock(&st->mu);
     st->stop = 1;
     pthread_cond_signal(&st->work);
-    pthread_mutex_unlock(&st->mu);
-    if (st->started) {
-        pthread_join(st->thread, NULL);
-        st->started = 0;
+    /* one caller joins the thread (twice would be undefined); any other waits for that, so
+       that none closes the descriptors while the thread may still sync them */
+    int join = st->started && !st->joining;
+    if (join) {
+        st->joining = 1;
+    } else {
+        while (st->joining)
+            pthread_cond_wait(&st->joined, &st->mu);
     }
+    pthread_mutex_unlock(&st->mu);
+    if (join)
+        pthread_join(st->thread, NULL);
     pthread_mutex_lock(&st->mu);
+    if (join) {
+        st->started = 0;
+        st->joining = 0;
+        pthread_cond_broadcast(&st->joined);
+    }
     for (int i = 0; i < st->nfiles; i++)
         close(st->files[i].fd);
     st->nfiles = 0;
@@ -1332,9 +1602,8 @@ static PyObject *flusher_add_file(SyncFlusherObject *self, PyObject *const *args
         PyErr_SetString(PyExc_TypeError, "add_file(fd, from_offset, to_offset)");
         return NULL;
     }
-    long fd = PyLong_AsLong(args[0]);
-    long long from = PyLong_AsLongLong(args[1]), to = PyLong_AsLongLong(args[2]);
-    if (PyErr_Occurred())
+    long long fd, from, to;
+    if (as_ll(args[0], &fd) < 0 || as_ll(args[1], &from) < 0 || as_ll(args[2], &to) < 0)
         return NULL;
     if (st == NULL || to <= from || fd < 0 || fd > INT_MAX) {
         PyErr_SetString(PyExc_ValueError, "add_file: an initialised flusher, a descriptor and from < to");
@@ -1387,7 +1656,7 @@ static PyObject *flusher_request(SyncFlusherObject *self, PyObject *arg)
         pthread_mutex_lock(&st->mu);
         if (offset > st->requested) {
             st->requested = offset;
-            if (offset - st->flushed >= st->hold)
+            if (gap_reaches(offset, st->flushed, st->hold))
                 pthread_cond_signal(&st->work);
         }
         pthread_mutex_unlock(&st->mu);
@@ -1408,9 +1677,11 @@ static PyObject *flusher_wait(SyncFlusherObject *self, PyObject *const *args, Py
         PyErr_SetString(PyExc_TypeError, "wait(offset, timeout, lead=False)");
         return NULL;
     }
-    long long offset = PyLong_AsLongLong(args[0]);
+    long long offset;
+    if (as_ll(args[0], &offset) < 0)
+        return NULL;
     double timeout = PyFloat_AsDouble(args[1]);
-    if (PyErr_Occurred())
+    if (timeout == -1.0 && PyErr_Occurred())
         return NULL;
     int lead = 0;
     if (nargs == 3 && (lead = PyObject_IsTrue(args[2])) < 0)
@@ -1490,6 +1761,7 @@ static void flusher_dealloc(SyncFlusherObject *self)
         Py_END_ALLOW_THREADS
         pthread_mutex_destroy(&st->mu);
         pthread_cond_destroy(&st->work);
+        pthread_cond_destroy(&st->joined);
         PyMem_RawFree(st);
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1557,7 +1829,9 @@ static PyObject *decode_rocketmq_header(PyObject *self, PyObject *const *args, P
     int32_t flag = (int32_t)rd32(d + 9);
     int32_t remark_len = (int32_t)rd32(d + 13);
     Py_ssize_t pos = 17;
-    if (remark_len < 0 || pos + remark_len + 4 > n)
+    /* lengths are compared with the bytes left, never added to a position: no overflow for
+       any length, on 32-bit builds too */
+    if (remark_len < 0 || remark_len > n - pos - 4)
         return PyErr_Format(RemoteProtocolError, "ROCKETMQ header remark length %d exceeds the header",
                             (int)remark_len);
     PyObject *remark = NULL, *ext = NULL, *result = NULL;
@@ -1571,7 +1845,7 @@ static PyObject *decode_rocketmq_header(PyObject *self, PyObject *const *args, P
     pos += remark_len;
     int32_t ext_len = (int32_t)rd32(d + pos);
     pos += 4;
-    if (ext_len < 0 || pos + ext_len > n) {
+    if (ext_len < 0 || ext_len > n - pos) {
         PyErr_Format(RemoteProtocolError, "ROCKETMQ header extFields length %d exceeds the header", (int)ext_len);
         goto fail;
     }
@@ -1581,20 +1855,18 @@ static PyObject *decode_rocketmq_header(PyObject *self, PyObject *const *args, P
     const unsigned char *e = d + pos;
     Py_ssize_t p = 0;
     while (p < ext_len) {
-        if (p + 2 > ext_len)
+        if (ext_len - p < 2)
             goto truncated;
         Py_ssize_t klen = rd16s(e + p);
         if (klen < 0)
             goto exceeds;
-        Py_ssize_t kend = p + 2 + klen;
-        if (kend + 4 > ext_len)
+        if (klen > ext_len - p - 2 - 4)
             goto truncated;
+        Py_ssize_t kend = p + 2 + klen;
         Py_ssize_t vlen = (int32_t)rd32(e + kend);
-        if (vlen < 0)
+        if (vlen < 0 || vlen > ext_len - kend - 4)
             goto exceeds;
         Py_ssize_t vend = kend + 4 + vlen;
-        if (vend > ext_len)
-            goto exceeds;
         if (klen && vlen) {
             PyObject *k = PyUnicode_DecodeUTF8((const char *)e + p + 2, klen, NULL);
             if (k == NULL)
@@ -1649,6 +1921,55 @@ fail:
 }
 
 /*
+ * A dict subclass's ext_fields.items(), as the twin iterates them, copied into a list of
+ * exact 2-tuples that only this module sees (so no code of theirs runs between the passes).
+ */
+static PyObject *ext_items(PyObject *ext)
+{
+    PyObject *items = PyObject_CallMethodNoArgs(ext, s_items);
+    if (items == NULL)
+        return NULL;
+    PyObject *it = PyObject_GetIter(items);
+    Py_DECREF(items);
+    if (it == NULL)
+        return NULL;
+    PyObject *list = PyList_New(0), *item;
+    while (list != NULL && (item = PyIter_Next(it)) != NULL) {
+        PyObject *k, *v, *pair = NULL;
+        if (unpack_pair(item, &k, &v) == 0) {
+            pair = PyTuple_Pack(2, k, v);
+            Py_DECREF(k);
+            Py_DECREF(v);
+        }
+        Py_DECREF(item);
+        if (pair == NULL || PyList_Append(list, pair) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(pair);
+    }
+    if (PyErr_Occurred())
+        Py_CLEAR(list);
+    Py_DECREF(it);
+    return list;
+}
+
+/*
+ * The next ext_fields entry, as borrowed references: PyDict_Next on an exact dict (the passes
+ * below run no Python code, so the dict cannot change under them), else from ext_items' list.
+ */
+static int ext_next(PyObject *ext, PyObject *owned, Py_ssize_t *pos, PyObject **k, PyObject **v)
+{
+    if (owned == NULL)
+        return PyDict_Next(ext, pos, k, v);
+    if (*pos >= PyList_GET_SIZE(owned))
+        return 0;
+    PyObject *pair = PyList_GET_ITEM(owned, *pos);
+    ++*pos;
+    *k = PyTuple_GET_ITEM(pair, 0);
+    *v = PyTuple_GET_ITEM(pair, 1);
+    return 1;
+}
+
+/*
  * encode_rocketmq_header(cmd: RemotingCommand) -> bytes
  * Twin of serialization.encode_rocketmq_header, same errors (LocalProtocolError).
  */
@@ -1674,10 +1995,13 @@ static PyObject *encode_rocketmq_header(PyObject *self, PyObject *cmd)
         Py_DECREF(remark);
         return NULL;
     }
-    PyObject *out = NULL;
+    PyObject *out = NULL, *owned = NULL;
     const char *rp = "";
     Py_ssize_t rlen = 0;
-    if (remark != Py_None && PyObject_IsTrue(remark)) {
+    int remark_set = remark == Py_None ? 0 : PyObject_IsTrue(remark);
+    if (remark_set < 0)
+        goto done;
+    if (remark_set) {
         if (!PyUnicode_Check(remark)) {
             PyErr_SetString(PyExc_TypeError, "remark must be a str");
             goto done;
@@ -1690,19 +2014,26 @@ static PyObject *encode_rocketmq_header(PyObject *self, PyObject *cmd)
         PyErr_SetString(PyExc_TypeError, "ext_fields must be a dict");
         goto done;
     }
+    if (!PyDict_CheckExact(ext) && (owned = ext_items(ext)) == NULL)
+        goto done;
     /* first pass: lengths (the UTF-8 forms are cached in the str objects for the second) */
     Py_ssize_t ext_len = 0, pos = 0;
     PyObject *k, *v;
-    while (PyDict_Next(ext, &pos, &k, &v)) {
+    while (ext_next(ext, owned, &pos, &k, &v)) {
         Py_ssize_t kl, vl;
-        if (!PyUnicode_Check(k) || !PyUnicode_Check(v)) {
-            PyErr_SetString(PyExc_TypeError, "ext_fields keys and values must be str");
+        /* the twin's order: the key's type and encoding, then the value's */
+        if (!PyUnicode_Check(k) || PyUnicode_AsUTF8AndSize(k, &kl) == NULL || !PyUnicode_Check(v) ||
+            PyUnicode_AsUTF8AndSize(v, &vl) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "ext_fields keys and values must be str");
             goto done;
         }
-        if (PyUnicode_AsUTF8AndSize(k, &kl) == NULL || PyUnicode_AsUTF8AndSize(v, &vl) == NULL)
-            goto done;
         if (kl > 0x7FFF) {
             PyErr_Format(LocalProtocolError, "ext field key too long for ROCKETMQ header: %zd bytes", kl);
+            goto done;
+        }
+        if (vl > INT32_MAX - 6 - kl - ext_len) { /* the sum stays within int32, on 32-bit builds too */
+            PyErr_SetString(LocalProtocolError, "ROCKETMQ header too long");
             goto done;
         }
         ext_len += 2 + kl + 4 + vl;
@@ -1726,10 +2057,19 @@ static PyObject *encode_rocketmq_header(PyObject *self, PyObject *cmd)
     wr32(w, (uint32_t)ext_len);
     w += 4;
     pos = 0;
-    while (PyDict_Next(ext, &pos, &k, &v)) {
+    while (ext_next(ext, owned, &pos, &k, &v)) {
         Py_ssize_t kl, vl;
         const char *kp = PyUnicode_AsUTF8AndSize(k, &kl);
         const char *vp = PyUnicode_AsUTF8AndSize(v, &vl);
+        /* nothing since the first pass ran Python code, so the entries are the same; but never
+           write past the end on that belief */
+        if (kp == NULL || vp == NULL || ext_len < 6 + kl + vl) {
+            Py_CLEAR(out);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "ext_fields changed during encoding");
+            goto done;
+        }
+        ext_len -= 6 + kl + vl;
         wr16(w, (uint32_t)kl);
         memcpy(w + 2, kp, (size_t)kl);
         w += 2 + kl;
@@ -1737,7 +2077,12 @@ static PyObject *encode_rocketmq_header(PyObject *self, PyObject *cmd)
         memcpy(w + 4, vp, (size_t)vl);
         w += 4 + vl;
     }
+    if (out != NULL && ext_len != 0) {
+        Py_CLEAR(out);
+        PyErr_SetString(PyExc_RuntimeError, "ext_fields changed during encoding");
+    }
 done:
+    Py_XDECREF(owned);
     Py_DECREF(remark);
     Py_DECREF(ext);
     return out;
@@ -1808,7 +2153,7 @@ PyMODINIT_FUNC PyInit__speedups(void)
 {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_code, "code"}, {&s_language, "language"}, {&s_version, "version"}, {&s_opaque, "opaque"},
-        {&s_flag, "flag"}, {&s_remark, "remark"}, {&s_ext_fields, "ext_fields"},
+        {&s_flag, "flag"}, {&s_remark, "remark"}, {&s_ext_fields, "ext_fields"}, {&s_items, "items"},
         {&s_topic, "topic"}, {&s_body, "body"}, {&s_properties, "properties"}, {&s_queue_id, "queue_id"},
         {&s_sys_flag, "sys_flag"}, {&s_born_timestamp, "born_timestamp"}, {&s_reconsume_times, "reconsume_times"},
         {&s_prepared_transaction_offset, "prepared_transaction_offset"}, {&s_tags_code, "tags_code"},

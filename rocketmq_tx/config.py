@@ -18,7 +18,18 @@ from typing import Any, ClassVar, Iterable, Mapping
 
 import javaproperties
 
-__all__ = ["ConfigError", "Setting", "Settings", "NETTY_SERVER_CONFIG", "read_properties_file", "read_properties_text"]
+__all__ = ["ConfigError", "Setting", "Settings", "NETTY_SERVER_CONFIG", "read_properties_file", "read_properties_text",
+           "control_character_error", "PATH_KEYS"]
+
+#: Keys naming files and directories: a running server never takes them from a request
+#: (UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG), whatever ``configBlackList`` says. A store
+#: moved at run time writes its config and queues elsewhere and leaves its ``abort`` behind.
+PATH_KEYS = frozenset({
+    "rocketmqHome", "brokerConfigPath", "kvConfigPath", "configStorePath", "storePathRootDir",
+    "storePathCommitLog", "storePathConsumeQueue", "storePathIndex", "storeCheckpoint", "abortFile",
+    "storePathDLedgerCommitLog", "readOnlyCommitLogStorePaths", "storePathEpochFile", "storePathBrokerIdentity",
+    "rocketmq.acl.plain.file", "tls.config.file",
+})
 
 
 class ConfigError(ValueError):
@@ -83,6 +94,18 @@ def read_properties_text(text: str) -> dict[str, str]:
         raise ConfigError(f"invalid properties text: {e}") from None
 
 
+def control_character_error(properties: Mapping[str, str]) -> str | None:
+    """
+    A remark naming the first key or value holding a control character (a newline would
+    add lines, blocked keys among them, to the persisted file), else ``None``.
+    """
+    for key, value in properties.items():
+        for text, what in ((key, "key"), (value, "value")):
+            if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+                return f"the {what} of {key[:100]!r} holds a control character; refused"
+    return None
+
+
 class Settings:
     """Typed values by Java key; subclasses set :attr:`SPEC`."""
 
@@ -132,6 +155,24 @@ class Settings:
     def to_properties(self) -> dict[str, str]:
         """Every key with its current value as text (what ``-p`` prints)."""
         return {key: self._spec[key].format(value) for key, value in self._values.items()}
+
+    def copy(self) -> Settings:
+        """An independent copy (to try an update before applying it)."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._values = dict(self._values)
+        return other
+
+    def validate(self) -> None:
+        """
+        Refuse values that parse but cannot work. A daemon refuses to start on them, and a
+        run-time update is refused on them, so a persisted update never stops a restart.
+
+        :raises ConfigError: one line naming the key.
+        """
+        port = self._values.get("listenPort")
+        if port is not None and not 0 <= port <= 65535:
+            raise ConfigError(f"listenPort: {port} is not a TCP port")
 
 
 #: Java's ``NettyServerConfig`` keys, shared by the name server and the broker.

@@ -52,10 +52,11 @@ class DaemonOptions(usage.Options):
         return {}
 
     def check(self, settings: Any) -> None:
-        """Refuse values that parse but cannot work (call :func:`refuse`)."""
-        port = settings["listenPort"]
-        if not 0 <= port <= 65535:
-            refuse(self.label, f"listenPort: {port} is not a TCP port")
+        """Refuse values that parse but cannot work: the settings' own :meth:`~Settings.validate`."""
+        try:
+            settings.validate()
+        except ConfigError as e:
+            refuse(self.label, str(e))
 
     def postOptions(self) -> None:
         settings = self.settings_class()

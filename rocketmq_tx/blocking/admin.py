@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
+from rocketmq_tx.acl import SessionCredentials, credentials_from
 from rocketmq_tx.blocking.client import BlockingMQClient
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.route import TopicConfig, TopicRouteData
@@ -38,15 +39,21 @@ class BlockingAdmin:
     :param timeout: seconds per request (Java ``timeoutMillis``; consumer stats and message
         queries get three times as much, as in Java).
     :param tls: talk TLS (``tls.client.*`` settings).
+    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
+        (and *security_token*), or with one ``credentials``.
     """
 
     def __init__(self, namesrv_addr: str, *, timeout: float = 3.0, client_id: str | None = None,
-                 tls: TlsSettings | None = None) -> None:
-        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls)
+                 tls: TlsSettings | None = None, access_key: str | None = None, secret_key: str | None = None,
+                 security_token: str | None = None, credentials: SessionCredentials | None = None) -> None:
+        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
+                                       credentials=credentials_from(access_key, secret_key, security_token,
+                                                                    credentials))
 
     def __getstate__(self) -> dict[str, Any]:
         return {"namesrv_addr": self.client.namesrv_addr, "timeout": self.client.timeout,
-                "client_id": self.client._given_client_id, "tls": self.client.tls}
+                "client_id": self.client._given_client_id, "tls": self.client.tls,
+                "credentials": self.client.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.pop("namesrv_addr"), **state)  # type: ignore[misc]

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rocketmq_tx.acl import AclClientRPCHook, SessionCredentials, credentials_from
 from rocketmq_tx.blocking.connection import BlockingRemotingClient
 from rocketmq_tx.common.clientroute import (
     NameServerList,
@@ -63,10 +64,12 @@ class BlockingMQClient:
     :param client_id: defaults to ``ip@pid#nanotime``.
     :param tls: talk TLS to name servers and brokers (Java's ``setUseTLS(true)``) with these
         ``tls.client.*`` settings.
+    :param credentials: ACL 1.0: sign every request with these (Java's ``AclClientRPCHook``).
     """
 
     def __init__(self, namesrv_addr: str, *, timeout: float = 3.0, connect_timeout: float = 3.0,
-                 client_id: str | None = None, route_ttl: float = ROUTE_TTL, tls: TlsSettings | None = None) -> None:
+                 client_id: str | None = None, route_ttl: float = ROUTE_TTL, tls: TlsSettings | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
         self.namesrv_addr = namesrv_addr
         self.timeout = timeout
         self.connect_timeout = connect_timeout
@@ -75,14 +78,18 @@ class BlockingMQClient:
         self.client_id = client_id or make_client_id()
         self.namesrvs = NameServerList(namesrv_addr)
         self.tls = tls
-        self.remoting = BlockingRemotingClient(connect_timeout=connect_timeout, tls=tls)
+        self.credentials = credentials
+        self.remoting = BlockingRemotingClient(
+            connect_timeout=connect_timeout, tls=tls,
+            rpc_hook=AclClientRPCHook(credentials) if credentials is not None else None)
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._brokers: dict[str, str] = {}
         self._lock = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"namesrv_addr": self.namesrv_addr, "timeout": self.timeout, "connect_timeout": self.connect_timeout,
-                "client_id": self._given_client_id, "route_ttl": self.route_ttl, "tls": self.tls}
+                "client_id": self._given_client_id, "route_ttl": self.route_ttl, "tls": self.tls,
+                "credentials": self.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.pop("namesrv_addr"), **state)  # type: ignore[misc]
@@ -205,19 +212,25 @@ class BlockingProducer:
     :param send_timeout: seconds for one send, retries included (Java ``sendMsgTimeout``).
     :param retry_times_when_send_failed: extra attempts, each on another broker if possible.
     :param compress_over: bodies of at least this many bytes are zlib-compressed.
+    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
+        (and *security_token*), or with one ``credentials``.
     """
 
     def __init__(self, group: str, namesrv_addr: str, *, send_timeout: float = 3.0,
                  retry_times_when_send_failed: int = 2, compress_over: int = 4096,
                  max_message_size: int = 4 * 1024 * 1024, client_id: str | None = None,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS, tls: TlsSettings | None = None) -> None:
+                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS, tls: TlsSettings | None = None,
+                 access_key: str | None = None, secret_key: str | None = None,
+                 security_token: str | None = None, credentials: SessionCredentials | None = None) -> None:
         self.group = group
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.compress_over = compress_over
         self.max_message_size = max_message_size
         self.default_topic_queue_nums = default_topic_queue_nums
-        self.client = BlockingMQClient(namesrv_addr, timeout=send_timeout, client_id=client_id, tls=tls)
+        self.client = BlockingMQClient(namesrv_addr, timeout=send_timeout, client_id=client_id, tls=tls,
+                                       credentials=credentials_from(access_key, secret_key, security_token,
+                                                                    credentials))
         self.ids = UniqueKeyGenerator()
         self._publish: dict[str, tuple[float, TopicPublishInfo]] = {}
 
@@ -226,7 +239,7 @@ class BlockingProducer:
                 "retry_times_when_send_failed": self.retry_times_when_send_failed,
                 "compress_over": self.compress_over, "max_message_size": self.max_message_size,
                 "client_id": self.client._given_client_id, "default_topic_queue_nums": self.default_topic_queue_nums,
-                "tls": self.client.tls}
+                "tls": self.client.tls, "credentials": self.client.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.pop("group"), state.pop("namesrv_addr"), **state)  # type: ignore[misc]
@@ -339,17 +352,23 @@ class BlockingPullClient:
     offsets on the broker (what a Spark source needs).
 
     :param group: the consumer group (offsets and the broker's subscription bookkeeping).
+    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
+        (and *security_token*), or with one ``credentials``.
     """
 
     def __init__(self, group: str, namesrv_addr: str, *, timeout: float = 3.0, client_id: str | None = None,
-                 tls: TlsSettings | None = None) -> None:
+                 tls: TlsSettings | None = None, access_key: str | None = None, secret_key: str | None = None,
+                 security_token: str | None = None, credentials: SessionCredentials | None = None) -> None:
         self.group = group
-        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls)
+        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
+                                       credentials=credentials_from(access_key, secret_key, security_token,
+                                                                    credentials))
         self._subscriptions: dict[tuple[str, str], SubscriptionData] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"group": self.group, "namesrv_addr": self.client.namesrv_addr, "timeout": self.client.timeout,
-                "client_id": self.client._given_client_id, "tls": self.client.tls}
+                "client_id": self.client._given_client_id, "tls": self.client.tls,
+                "credentials": self.client.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state.pop("group"), state.pop("namesrv_addr"), **state)  # type: ignore[misc]

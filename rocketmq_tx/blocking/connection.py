@@ -52,6 +52,8 @@ class BlockingConnection:
     :param connect_timeout: seconds to establish the connection.
     :param handlers: code to handler for requests the server sends us.
     :param socket_factory: for tests and TLS: ``(host, port, timeout) -> socket``.
+    :param rpc_hook: ``hook(addr, request)`` run on every request (oneway included) right
+        before it is encoded (Java's ``RPCHook``; an ACL hook signs it).
     """
 
     def __init__(
@@ -63,8 +65,10 @@ class BlockingConnection:
         handlers: Mapping[int, RequestHandler] | None = None,
         socket_factory: Callable[[str, int, float], socket.socket] | None = None,
         opaques: OpaqueSequence | None = None,
+        rpc_hook: Callable[[str, RemotingCommand], None] | None = None,
     ) -> None:
         self.addr = addr
+        self.rpc_hook = rpc_hook
         self.connect_timeout = connect_timeout
         self.max_frame_length = max_frame_length
         self.handlers = dict(handlers or {})
@@ -117,6 +121,8 @@ class BlockingConnection:
         with self._lock:
             request.opaque = opaque = self._opaques()
             request.flag &= ~(RPC_TYPE_RESPONSE | RPC_ONEWAY)
+            if self.rpc_hook is not None:
+                self.rpc_hook(self.addr, request)
             frame = encode_command(request, self.max_frame_length)
             deadline = time.monotonic() + timeout
             self._send(frame)
@@ -134,6 +140,8 @@ class BlockingConnection:
         with self._lock:
             request.opaque = self._opaques()
             request.flag = (request.flag & ~RPC_TYPE_RESPONSE) | RPC_ONEWAY
+            if self.rpc_hook is not None:
+                self.rpc_hook(self.addr, request)
             self._send(encode_command(request, self.max_frame_length))
 
     def _send(self, frame: bytes) -> None:
@@ -146,7 +154,9 @@ class BlockingConnection:
             raise RemotingConnectError(f"send to {self.addr} failed: {e}") from e
 
     def _receive(self, deadline: float, timeout: float) -> list[RemotingCommand]:
-        sock = self._socket()
+        sock = self._sock
+        if sock is None:  # closed by a protocol error after the frames before it: no answer can come
+            raise RemotingConnectError(f"connection to {self.addr} closed after a protocol error")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise RemotingTimeoutError(f"wait response on {self.addr} timeout {int(timeout * 1000)}ms")
@@ -162,10 +172,15 @@ class BlockingConnection:
             self.close()
             raise RemotingConnectError(f"connection to {self.addr} closed by peer")
         try:
-            return self._decoder.feed(data)
+            commands = self._decoder.feed(data)
         except RemoteProtocolError as e:
             self.close()
             raise RemotingConnectError(f"protocol error from {self.addr}: {e}") from e
+        if self._decoder.error is not None:
+            # The frames before the bad bytes are good and handed out; the stream is not.
+            log.warning("closing connection to %s: %s", self.addr, self._decoder.error)
+            self.close()
+        return commands
 
     def _serve(self, request: RemotingCommand) -> None:
         handler = self.handlers.get(request.code)
@@ -177,7 +192,7 @@ class BlockingConnection:
             except Exception as e:  # a handler bug must not kill the caller's request
                 log.exception("handler for request code %d failed", request.code)
                 response = request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
-        if response is None or request.flag & RPC_ONEWAY:
+        if response is None or request.flag & RPC_ONEWAY or self._sock is None:
             return
         response.opaque = request.opaque
         response.flag |= RPC_TYPE_RESPONSE
@@ -197,21 +212,25 @@ class BlockingRemotingClient:
     pickles cleanly (its connections are not carried across).
 
     :param tls: connect with TLS using these settings (Java's ``-Dtls.enable=true``).
+    :param rpc_hook: run on every request before it is encoded (see :class:`BlockingConnection`);
+        pickled with the client, so an ACL hook's credentials travel to Spark executors.
     """
 
     def __init__(self, *, connect_timeout: float = 3.0, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
-                 handlers: Mapping[int, RequestHandler] | None = None, tls: TlsSettings | None = None) -> None:
+                 handlers: Mapping[int, RequestHandler] | None = None, tls: TlsSettings | None = None,
+                 rpc_hook: Callable[[str, RemotingCommand], None] | None = None) -> None:
         self.connect_timeout = connect_timeout
         self.max_frame_length = max_frame_length
         self.handlers = dict(handlers or {})
         self.tls = tls
+        self.rpc_hook = rpc_hook
         self._socket_factory = None
         self._connections: dict[str, BlockingConnection] = {}
         self._opaques = OpaqueSequence()
 
     def __getstate__(self) -> dict[str, object]:
         return {"connect_timeout": self.connect_timeout, "max_frame_length": self.max_frame_length,
-                "handlers": self.handlers, "tls": self.tls}
+                "handlers": self.handlers, "tls": self.tls, "rpc_hook": self.rpc_hook}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -233,6 +252,7 @@ class BlockingRemotingClient:
             conn = self._connections[addr] = BlockingConnection(
                 addr, connect_timeout=self.connect_timeout, max_frame_length=self.max_frame_length,
                 handlers=self.handlers, opaques=self._opaques, socket_factory=self._socket_factory,
+                rpc_hook=self.rpc_hook,
             )
         return conn
 

@@ -113,7 +113,13 @@ BROKER_CONFIG = (
     Setting("transactionTimeOut", 6000, int),
     Setting("transactionCheckMax", 15, int),
     Setting("transactionCheckInterval", 60000, int),
-    Setting("aclEnable", False, bool, "ACL is not supported yet"),
+    Setting("aclEnable", False, bool,
+            "check every request against the ACL 1.0 files (plain_acl.yml, conf/acl/*.yml; docs/security.md)"),
+    Setting("rocketmq.acl.plain.file", "conf/plain_acl.yml", str,
+            "the plain ACL file, relative to rocketmqHome (Java's -Drocketmq.acl.plain.file)"),
+    Setting("aclStrict", True, bool,
+            "tx: close Java 4.9.8's ACL gaps (batch sends, lite pulls and ACL admin codes checked); "
+            "false checks exactly as 4.9.8"),
     Setting("storeReplyMessageEnable", True, bool),
     Setting("enableDetailStat", True, bool),
     Setting("autoDeleteUnusedStats", False, bool),
@@ -124,6 +130,11 @@ BROKER_CONFIG = (
     # rocketmq-tx
     Setting("channelExpiredTimeout", 120000, int, "tx: ms of silence before a client is dropped"),
     Setting("fastListenPortEnable", True, bool, "tx: also listen on listenPort - 2 (Java's VIP channel)"),
+    Setting("maxHeldPullsPerConnection", 4096, int,
+            "tx: long-polling pulls one connection may have parked; more are answered SYSTEM_BUSY"),
+    Setting("maxHeldPulls", 65536, int, "tx: long-polling pulls the broker holds in all; more are answered SYSTEM_BUSY"),
+    Setting("topicQueueNumsMax", 1024, int,
+            "tx: largest readQueueNums/writeQueueNums/retryQueueNums an admin request may set (Java: no limit)"),
 )
 
 #: Java ``MessageStoreConfig`` keys we accept without acting on them (HA, DLedger, the
@@ -189,6 +200,22 @@ class BrokerSettings(Settings):
         unknown = super().update_from_properties(rest)
         self.store_properties = merged
         return unknown
+
+    def validate(self) -> None:
+        """What ``twistd rocketmq-broker`` refuses to start on (and UPDATE_BROKER_CONFIG refuses)."""
+        super().validate()
+        for key in ("registerNameServerPeriod", "flushConsumerOffsetInterval", "defaultTopicQueueNums",
+                    "channelExpiredTimeout", "topicQueueNumsMax", "maxHeldPullsPerConnection", "maxHeldPulls"):
+            if self[key] <= 0:
+                raise ConfigError(f"{key}: must be positive, got {self[key]}")
+        if self["brokerId"] != 0:
+            raise ConfigError(f"brokerId: {self['brokerId']}: only masters (brokerId=0) are supported; HA is not")
+        if not self["brokerName"]:
+            raise ConfigError("brokerName: must not be empty")
+        if self["fastListenPortEnable"] and self["listenPort"] in (1, 2):
+            raise ConfigError(f"listenPort: {self['listenPort']} leaves no fast port (listenPort - 2); "
+                              "use 0, a port above 2, or fastListenPortEnable=false")
+        _check_store(self.store_properties)
 
     def message_store_config(self, **overrides: Any) -> MessageStoreConfig:
         """The store's settings from this broker.conf."""

@@ -6,7 +6,9 @@ offset, persisted to ``config/consumerOffset.json`` in Java's shape.
 
 from __future__ import annotations
 
-from rocketmq_tx.store.configfile import ConfigFile, int_keys
+from typing import Callable
+
+from rocketmq_tx.store.configfile import ConfigFile, dumps, int_keys
 
 __all__ = ["ConsumerOffsetManager", "TOPIC_GROUP_SEPARATOR"]
 
@@ -34,8 +36,19 @@ class ConsumerOffsetManager:
     def encode(self) -> dict:
         return {"offsetTable": {k: dict(v) for k, v in self.offset_table.items()}}
 
+    def snapshot(self) -> Callable[[], str]:
+        """
+        The table as it is now, cheaply: a shallow copy here; the function returned copies
+        each queue map and encodes, in any thread. ``dict(d)`` of a map with int keys and
+        values runs in C without releasing the GIL, so it is an atomic copy even while the
+        reactor commits offsets into it.
+        """
+        table = dict(self.offset_table)
+        return lambda: dumps({"offsetTable": {k: dict(v) for k, v in table.items()}})
+
     def persist(self) -> bool:
-        return self.file.persist(self.encode())
+        """Write ``consumerOffset.json`` now, in the calling thread."""
+        return self.file.persist(self.snapshot()())
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         self.offset_table.setdefault(f"{topic}{TOPIC_GROUP_SEPARATOR}{group}", {})[queue_id] = offset

@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Hashable
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
 from twisted.logger import Logger
 
+from rocketmq_tx.acl import AclError, PlainPermissionManager
 from rocketmq_tx.broker.clientmanager import ConsumerManager, ProducerManager
 from rocketmq_tx.broker.config import BrokerSettings, local_address
 from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
 from rocketmq_tx.broker.longpolling import PullRequestHoldService
+from rocketmq_tx.broker.persister import MetadataPersister
 from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
 from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
@@ -38,7 +40,9 @@ class BrokerController:
     :param settings: the broker configuration.
     :param reactor: time and ``callFromThread`` (a ``MemoryReactorClock`` in tests).
     :param store: the message store (built from *settings* when not given).
-    :ivar on_topic_created: set by the service: registers with the name servers at once.
+    :ivar registrar: set by the service: the :class:`~rocketmq_tx.broker.registration.BrokerRegistrar`
+        behind :meth:`register_increment` and :meth:`register_all` (``None``: nobody to tell).
+    :ivar persister: writes the metadata files off the reactor; managers mark them dirty.
     :ivar notify_consumer_ids_changed: set by the service: tells a group's clients.
     """
 
@@ -59,7 +63,7 @@ class BrokerController:
         self.store = store
         self.store_config = store.config
         config_dir = self.store_config.config_dir
-        self.on_topic_created: Callable[[Any], object] = lambda tc: None
+        self.registrar: Any = None
         self.notify_consumer_ids_changed: Callable[[Hashable, str], object] = lambda channel, group: None
         self.topic_config_manager = TopicConfigManager(os.path.join(config_dir, "topics.json"), settings,
                                                        on_created=lambda tc: self.on_topic_created(tc))
@@ -73,7 +77,20 @@ class BrokerController:
         self.schedule_message_service = ScheduleMessageService(
             store, os.path.join(config_dir, "delayOffset.json"), self.now_ms)
         self.stats = BrokerStats(self.now_ms)
-        self.pull_request_hold_service = PullRequestHoldService(reactor, self._execute_held_pull)
+        #: ACL 1.0 rules (``aclEnable``), loaded by :meth:`load`; ``None`` with ACL off.
+        self.acl: PlainPermissionManager | None = None
+        if settings["aclEnable"]:
+            self.acl = PlainPermissionManager(settings["rocketmqHome"], settings["rocketmq.acl.plain.file"],
+                                              now_ms=self.now_ms, strict=settings["aclStrict"])
+        self.persister = p = MetadataPersister(reactor)
+        for name, manager in (("topics", self.topic_config_manager),
+                              ("subscriptionGroup", self.subscription_group_manager)):
+            manager.on_dirty = p.add(name, manager.file, manager.snapshot)
+        # Written on the service's timers and at shutdown (as Java), not on every commit.
+        p.add("consumerOffset", self.consumer_offset_manager.file, self.consumer_offset_manager.snapshot)
+        p.add("delayOffset", self.schedule_message_service.file, self.schedule_message_service.snapshot)
+        self.pull_request_hold_service = PullRequestHoldService(
+            reactor, self._execute_held_pull, settings["maxHeldPullsPerConnection"], settings["maxHeldPulls"])
         self.execute_held_pull: Callable[[Any], Any] | None = None  # set by the pull processor
         self.boot_timestamp = self.now_ms()
         #: Java ``Configuration``'s DataVersion: bumped by UPDATE_BROKER_CONFIG, shown by GET_BROKER_CONFIG.
@@ -94,6 +111,14 @@ class BrokerController:
 
     def load(self) -> bool:
         """Config files, then the store (Java ``initialize``)."""
+        if self.acl is not None:
+            # Java 4.9 starts without ACL when its files do not load (its service loader
+            # swallows the error); refusing to start is the safe way.
+            try:
+                self.acl.load()
+            except AclError as e:
+                log.error("aclEnable=true but the ACL files cannot be loaded: {error}", error=e)
+                return False
         ok = (self.topic_config_manager.load() and self.subscription_group_manager.load()
               and self.consumer_offset_manager.load())
         if not ok:
@@ -109,9 +134,34 @@ class BrokerController:
 
     def shutdown(self) -> None:
         self.pull_request_hold_service.shutdown()
-        self.consumer_offset_manager.persist()
-        self.schedule_message_service.persist()
+        self.persister.mark_dirty("consumerOffset")
+        self.persister.mark_dirty("delayOffset")
+        # Everything still dirty, here and now: a clean stop loses nothing acknowledged.
+        self.persister.flush_sync(stop=True)
         self.store.shutdown()
+
+    # ------------------------------------------------------------------ name servers
+
+    def register_increment(self, topic_configs: Any) -> None:
+        """Announce these created or changed topics to the name servers, alone (Java
+        ``registerIncrementBrokerData``); coalesced, at most one registration in flight each."""
+        if self.registrar is not None:
+            self.registrar.register_increment(topic_configs)
+
+    def register_all(self) -> Any:
+        """Send the whole topic table to the name servers soon (Java ``registerBrokerAll``);
+        fires with ``{addr: response or None}``."""
+        if self.registrar is None:
+            return succeed({})
+        return self.registrar.register_all()
+
+    def on_topic_created(self, tc: Any) -> None:
+        """A topic was created or changed (an increment); ``None``: every topic changed (the
+        broker's permission), so the whole table goes."""
+        if tc is None:
+            self.register_all()
+        else:
+            self.register_increment([tc])
 
     # ------------------------------------------------------------------ puts
 

@@ -1,8 +1,9 @@
 # -*- test-case-name: rocketmq_tx.broker.test.test_service -*-
 """
-``BrokerOuterAPI``: the broker's calls to the name servers — REGISTER_BROKER to every one
-of them (in parallel, each failure logged and the others unaffected) and
-UNREGISTER_BROKER at shutdown.
+``BrokerOuterAPI``: the broker's calls to the name servers — REGISTER_BROKER to one or every
+one of them (in parallel, each failure logged and the others unaffected) and
+UNREGISTER_BROKER at shutdown. When and what to register is
+:class:`~rocketmq_tx.broker.registration.BrokerRegistrar`'s business.
 """
 
 from __future__ import annotations
@@ -34,22 +35,40 @@ class BrokerOuterAPI:
         self.client = client
         self.timeout = timeout_ms / 1000.0
 
-    def register_broker_all(self, namesrvs: list[str], cluster: str, broker_addr: str, broker_name: str,
-                            broker_id: int, ha_server_addr: str, data_version: DataVersion,
-                            topics: dict[str, TopicConfig], compressed: bool = False) -> Deferred:
-        """Register with every name server; fires with ``{addr: response or failure}``."""
+    def connection(self, addr: str) -> Deferred:
+        """Fires with the (pooled) connection to *addr*: a new one means a name server that may
+        have restarted and forgotten this broker's topics."""
+        return self.client.connection(addr)
+
+    def register_broker(self, namesrvs: list[str], cluster: str, broker_addr: str, broker_name: str,
+                        broker_id: int, ha_server_addr: str, data_version: DataVersion,
+                        topics: dict[str, TopicConfig], compressed: bool = False) -> dict[str, Deferred]:
+        """
+        REGISTER_BROKER with *topics* (the whole table, or Java's increment: only new ones) and
+        *data_version*; the body is encoded once. Returns one Deferred per name server, firing
+        with its response (whatever the code) or failing.
+        """
         body = RegisterBrokerBody(data_version, topics).encode(compressed)
         header = RegisterBrokerRequestHeader(broker_name, broker_addr, cluster, ha_server_addr, broker_id,
                                              compressed, zlib.crc32(body) & 0x7FFFFFFF)
+        return {addr: self.client.invoke(
+                    addr, RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body),
+                    self.timeout)
+                for addr in namesrvs}
+
+    def register_broker_all(self, namesrvs: list[str], cluster: str, broker_addr: str, broker_name: str,
+                            broker_id: int, ha_server_addr: str, data_version: DataVersion,
+                            topics: dict[str, TopicConfig], compressed: bool = False) -> Deferred:
+        """Register with every name server; fires with ``{addr: response or None}`` (failures logged)."""
         calls = []
-        for addr in namesrvs:
-            request = RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext_fields(), body)
-            d = self.client.invoke(addr, request, self.timeout)
+        sent = self.register_broker(namesrvs, cluster, broker_addr, broker_name, broker_id, ha_server_addr,
+                                    data_version, topics, compressed)
+        for addr, d in sent.items():
             d.addCallback(self._registered, addr)
             d.addErrback(self._failed, addr, "register")
             calls.append(d)
         return DeferredList(calls, consumeErrors=True).addCallback(
-            lambda results: {addr: r for addr, (_, r) in zip(namesrvs, results)})
+            lambda results: {addr: r for addr, (_, r) in zip(sent, results)})
 
     def unregister_broker_all(self, namesrvs: list[str], cluster: str, broker_addr: str, broker_name: str,
                               broker_id: int) -> Deferred:

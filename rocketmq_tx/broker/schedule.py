@@ -8,8 +8,8 @@ ms. This service walks each level's queue and, once an entry is due, writes the 
 to its real topic and queue.
 
 Synchronous and timer-free (no Twisted here): the broker calls :meth:`deliver_due` about every
-100 ms and :meth:`persist` every ``flushDelayOffsetInterval`` (10 s) and at shutdown. Java runs
-it on the master only. It needs a :class:`~rocketmq_tx.store.store.DefaultMessageStore` that is
+100 ms and writes :meth:`snapshot` (in a thread) every ``flushDelayOffsetInterval`` (10 s)
+and at shutdown. Java runs it on the master only. It needs a :class:`~rocketmq_tx.store.store.DefaultMessageStore` that is
 already loaded (it reads the ConsumeQueues directly, as Java does). Not thread-safe: call it
 from one thread (the reactor's).
 """
@@ -136,9 +136,17 @@ class ScheduleMessageService:
                           level, current, lo, hi, corrected)
                 self.offset_table[level] = corrected
 
+    @property
+    def file(self) -> ConfigFile:
+        return self._file
+
+    def snapshot(self) -> str:
+        """What :meth:`persist` writes (a few levels: cheap enough to take on any thread)."""
+        return self.encode(pretty=True)
+
     def persist(self) -> bool:
         """Write ``delayOffset.json`` pretty-printed, as Java's ``ConfigManager.persist``."""
-        return self._file.persist(self.encode(pretty=True))
+        return self._file.persist(self.snapshot())
 
     # ------------------------------------------------------------------ delivery
 
@@ -244,6 +252,13 @@ class ScheduleMessageService:
                       level, offset, inner.topic)
             return 0
         result = self.store.put_message(inner)
+        if result is not None and result.status in (PutMessageStatus.MESSAGE_ILLEGAL,
+                                                    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+            # The same put fails the same way every time (an illegal REAL_TOPIC, say): retrying
+            # would stall the level behind it forever.
+            log.error("delay level %d offset %d: the store refuses the message for %r (%s); skipped", level,
+                      offset, inner.topic[:200], result.status.name)
+            return 0
         if result is None or result.status is not PutMessageStatus.PUT_OK:
             log.warning("delay level %d offset %d: put to %s failed (%s); retrying later", level, offset,
                         inner.topic, None if result is None else result.status.name)

@@ -1,25 +1,27 @@
 # -*- test-case-name: rocketmq_tx.broker.test.test_service -*-
 """
 The broker as a Twisted service tree: the listening ports (main and fast), registration
-with the name servers, the periodic work (offset persistence, delay-level delivery, idle
-client scan, file clean-up) and the store's flush threads.
+with the name servers (:mod:`.registration`), the periodic work (offset persistence through
+the controller's :mod:`.persister`, delay-level delivery, idle client scan, file clean-up)
+and the store's flush threads.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Hashable
 
 from twisted.application import internet, service
-from twisted.internet import defer, threads
+from twisted.internet import defer
 from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 from twisted.logger import Logger
 
+from rocketmq_tx.acl import WATCH_INTERVAL as ACL_WATCH_INTERVAL
 from rocketmq_tx.broker.broker2client import Broker2Client
 from rocketmq_tx.broker.config import BrokerSettings
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI, namesrv_addresses
 from rocketmq_tx.broker.processors import processor_table
+from rocketmq_tx.broker.registration import BrokerRegistrar
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
@@ -71,13 +73,17 @@ class BrokerService(service.MultiService):
         self.settings = settings
         self.reactor = reactor
         self.controller = c = BrokerController(settings, reactor)
-        c.on_topic_created = lambda tc: self.schedule_register()
+        # The controller's register_increment/register_all (and on_topic_created) land here.
+        self.registrar = c.registrar = BrokerRegistrar(reactor, settings, c, lambda: self.outer_api)
         c.notify_consumer_ids_changed = Broker2Client(c).notify_consumer_ids_changed
         tls = tls or TlsSettings({"tls.server.mode": TlsMode.DISABLED})
         if tls.mode != TlsMode.DISABLED and tls_context is None:
             tls_context = ReloadableServerTLS(tls)
         if tls_context is not None and not tls["tls.test.mode.enable"]:
             _timer(tls["tls.watch.interval"] / 1000.0, tls_context.check, reactor, self)
+        if self.controller.acl is not None:
+            # Java's AclFileWatchService: the ACL files are looked at every 5 s.
+            _timer(ACL_WATCH_INTERVAL, self.controller.acl.check, reactor, self, now=False)
         self.factories = []
         ports = [(LABEL, settings["listenPort"], False)]
         if settings["fastListenPortEnable"] and settings["listenPort"] > 2:
@@ -99,12 +105,12 @@ class BrokerService(service.MultiService):
         self.namesrv_client = RemotingClient(reactor, tls=client_tls)
         self.outer_api = BrokerOuterAPI(self.namesrv_client, settings["registerBrokerTimeoutMills"])
         self.driver = StoreDriver(c.store, clean=False) if drive_store else None
-        self._register_pending = False
-        _timer(settings["registerNameServerPeriod"] / 1000.0, self.register_broker_all, reactor, self, now=False)
+        # Not waiting for the answers: a request still unanswered merges into the next one.
+        _timer(settings["registerNameServerPeriod"] / 1000.0, lambda: self.register_broker_all() and None, reactor,
+               self, now=False)
         _timer(settings["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets, reactor, self, now=False)
-        self._persisting: Any = None
         _timer(0.1, self._deliver_delayed, reactor, self)
-        _timer(10.0, c.schedule_message_service.persist, reactor, self, now=False)
+        _timer(10.0, lambda: c.persister.mark_dirty("delayOffset"), reactor, self, now=False)
         _timer(10.0, self._scan_channels, reactor, self, now=False)
         _timer(c.store_config.clean_resource_interval / 1000.0, self._clean, reactor, self, now=False)
 
@@ -127,6 +133,7 @@ class BrokerService(service.MultiService):
         if self.driver is not None:
             self.driver.start()
         super().startService()
+        self.registrar.start()
         port = self.listener.port
         if port is not None:
             c.listening_on(port.getHost().port)
@@ -138,6 +145,7 @@ class BrokerService(service.MultiService):
     @defer.inlineCallbacks
     def stopService(self) -> Any:
         c = self.controller
+        self.registrar.stop()
         if self.namesrvs:
             try:
                 yield self.outer_api.unregister_broker_all(
@@ -146,8 +154,9 @@ class BrokerService(service.MultiService):
             except Exception:
                 log.failure("unregister failed")
         yield defer.maybeDeferred(super().stopService)
-        if self._persisting is not None:
-            yield self._persisting
+        # Let the writes in flight end (the final synchronous flush in c.shutdown() would
+        # otherwise wait for them on the files' locks, holding the reactor).
+        yield c.persister.writes_in_flight()
         for factory in self.factories:
             for proto in list(factory.connections):
                 proto.transport.loseConnection()
@@ -159,28 +168,10 @@ class BrokerService(service.MultiService):
 
     # ------------------------------------------------------------------ name servers
 
-    def schedule_register(self) -> None:
-        """A topic changed: register soon (coalescing bursts of creations)."""
-        if not self._register_pending and self.running:
-            self._register_pending = True
-            self.reactor.callLater(0, self.register_broker_all)
-
     def register_broker_all(self) -> Any:
-        self._register_pending = False
-        namesrvs = self.namesrvs
-        if not namesrvs:
-            return None
-        c = self.controller
-        tcm = c.topic_config_manager
-        topics = tcm.topic_config_table
-        perm = self.settings["brokerPermission"]
-        if perm != 6:
-            # Java masks every topic's permission with the broker's when it is not RW.
-            topics = {name: dataclasses.replace(tc, perm=tc.perm & perm) for name, tc in topics.items()}
-        return self.outer_api.register_broker_all(
-            namesrvs, self.settings["brokerClusterName"], c.broker_addr, self.settings["brokerName"],
-            self.settings["brokerId"], f"{self.settings['brokerIP2']}:{int(c.broker_addr.rsplit(':', 1)[1]) + 1}",
-            tcm.data_version, dict(topics), self.settings["compressedRegister"])
+        """The whole topic table to every name server (at start, every
+        ``registerNameServerPeriod``); fires with ``{addr: response or None}``."""
+        return self.registrar.register_all()
 
     # ------------------------------------------------------------------ periodic work
 
@@ -192,26 +183,10 @@ class BrokerService(service.MultiService):
         except Exception:
             log.failure("delay-level delivery failed")
 
-    def _persist_offsets(self) -> Any:
-        """Snapshot the offsets here, write (and fsync) them in a thread: a slow disk must not
-        stall the reactor every 5 s. One write at a time."""
-        if self._persisting is not None or not self.running:
-            return None
-        manager = self.controller.consumer_offset_manager
-        snapshot = manager.encode()
-        self._persisting = self._in_thread(manager.file.persist, snapshot)
-
-        def done(result: Any) -> Any:
-            self._persisting = None
-            return result
-
-        return self._persisting.addBoth(done)
-
-    def _in_thread(self, fn: Any, *args: Any) -> Any:
-        pool = getattr(self.reactor, "getThreadPool", None)
-        if pool is None:  # a test reactor without threads: run it here
-            return defer.maybeDeferred(fn, *args)
-        return threads.deferToThreadPool(self.reactor, pool(), fn, *args)
+    def _persist_offsets(self) -> None:
+        """Every ``flushConsumerOffsetInterval``: consumerOffset.json, written in a thread by
+        the persister (a slow disk must not stall the reactor), one write at a time."""
+        self.controller.persister.mark_dirty("consumerOffset")
 
     def _scan_channels(self) -> None:
         self.controller.scan_not_active_channels(self._close_channel)

@@ -16,9 +16,8 @@ from twisted.logger import Logger
 
 from rocketmq_tx.broker.config import BrokerSettings
 from rocketmq_tx.broker.service import BrokerService
-from rocketmq_tx.broker.tap import check_broker_settings
-from rocketmq_tx.config import Setting
-from rocketmq_tx.daemon import DaemonOptions, refuse
+from rocketmq_tx.config import ConfigError, Setting
+from rocketmq_tx.daemon import DaemonOptions
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.service import NamesrvService
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
@@ -36,6 +35,11 @@ class StandaloneSettings(BrokerSettings):
         Setting("namesrvBindAddress", "0.0.0.0", str, "tx: the in-process name server's interface"),
     )
 
+    def validate(self) -> None:
+        super().validate()
+        if not 0 <= self["namesrvPort"] <= 65535:
+            raise ConfigError(f"namesrvPort: {self['namesrvPort']} is not a TCP port")
+
 
 class Options(DaemonOptions):
     """Command line of ``twistd rocketmq-standalone``."""
@@ -44,12 +48,6 @@ class Options(DaemonOptions):
     settings_class = StandaloneSettings
     synopsis = "[-c broker.conf] [-p] [--set key=value ...]"
     longdesc = "A RocketMQ name server and broker in one process."
-
-    def check(self, settings: StandaloneSettings) -> None:
-        super().check(settings)
-        if not 0 <= settings["namesrvPort"] <= 65535:
-            refuse(self.label, f"namesrvPort: {settings['namesrvPort']} is not a TCP port")
-        check_broker_settings(self.label, settings)
 
 
 class _Standalone(service.MultiService):

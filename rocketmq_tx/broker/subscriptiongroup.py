@@ -6,9 +6,12 @@ created on first use when ``autoCreateSubscriptionGroup`` (and always for system
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
+from rocketmq_tx.common.validators import validate_group
 from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
-from rocketmq_tx.store.configfile import ConfigFile
+from rocketmq_tx.store.configfile import ConfigFile, dumps
 
 __all__ = ["SubscriptionGroupManager", "is_sys_consumer_group"]
 
@@ -27,11 +30,17 @@ def is_sys_consumer_group(group: str) -> bool:
 
 
 class SubscriptionGroupManager:
-    """:param path: ``<storePathRootDir>/config/subscriptionGroup.json``."""
+    """
+    :param path: ``<storePathRootDir>/config/subscriptionGroup.json``.
+    :ivar on_dirty: called after every change instead of writing the file on the spot (the
+        broker's :class:`~rocketmq_tx.broker.persister.MetadataPersister` writes it soon after,
+        off the reactor); without it nothing is written until :meth:`persist`.
+    """
 
     def __init__(self, path: str, auto_create: bool = True) -> None:
         self.file = ConfigFile(path)
         self.auto_create = auto_create
+        self.on_dirty: Callable[[], object] | None = None
         self.data_version = new_data_version()
         self.subscription_group_table: dict[str, SubscriptionGroupConfig] = {}
         for name, broadcast in _BUILT_IN:
@@ -48,22 +57,44 @@ class SubscriptionGroupManager:
         return {"dataVersion": self.data_version.to_json(),
                 "subscriptionGroupTable": {k: v.to_json() for k, v in self.subscription_group_table.items()}}
 
+    def snapshot(self) -> Callable[[], str]:
+        """
+        The table as it is now, cheaply (a shallow copy); the function returned encodes it in
+        any thread. A config changed in place while that runs is marked dirty by its change,
+        so the next write carries it whole.
+        """
+        version = self.data_version.to_json()
+        table = dict(self.subscription_group_table)
+        return lambda: dumps({"dataVersion": version,
+                              "subscriptionGroupTable": {k: v.to_json() for k, v in table.items()}})
+
     def persist(self) -> bool:
-        return self.file.persist(self.encode())
+        """Write the file now, in the calling thread."""
+        return self.file.persist(self.snapshot()())
+
+    def mark_dirty(self) -> None:
+        if self.on_dirty is not None:
+            self.on_dirty()
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
-        """The group's settings, created with defaults if allowed (Java's auto-create rule)."""
+        """
+        The group's settings, created with defaults if allowed (Java's auto-create rule).
+        A name a Java client would refuse is never created (5.x: ``None``, so the caller
+        answers SUBSCRIPTION_GROUP_NOT_EXIST): it would become ``%RETRY%<group>``, a directory.
+        """
         config = self.subscription_group_table.get(group)
         if config is None and (self.auto_create or is_sys_consumer_group(group)):
+            if validate_group(group) is not None:
+                return None
             config = self.subscription_group_table[group] = SubscriptionGroupConfig(group)
             self.data_version.next_version()
-            self.persist()
+            self.mark_dirty()
         return config
 
     def update_subscription_group_config(self, config: SubscriptionGroupConfig) -> None:
         self.subscription_group_table[config.group_name] = config
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
 
     def disable_consume(self, group: str) -> None:
         config = self.subscription_group_table.get(group)
@@ -75,5 +106,5 @@ class SubscriptionGroupManager:
         if self.subscription_group_table.pop(group, None) is None:
             return False
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
         return True

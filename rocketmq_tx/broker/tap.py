@@ -16,22 +16,11 @@ from twisted.logger import Logger
 
 from rocketmq_tx.broker.config import BrokerSettings
 from rocketmq_tx.broker.service import BrokerService
-from rocketmq_tx.daemon import DaemonOptions, refuse
+from rocketmq_tx.daemon import DaemonOptions
 
-__all__ = ["Options", "makeService", "check_broker_settings"]
+__all__ = ["Options", "makeService"]
 
 log = Logger()
-
-
-def check_broker_settings(label: str, settings: BrokerSettings) -> None:
-    for key in ("registerNameServerPeriod", "flushConsumerOffsetInterval", "defaultTopicQueueNums",
-                "channelExpiredTimeout"):
-        if settings[key] <= 0:
-            refuse(label, f"{key}: must be positive, got {settings[key]}")
-    if settings["brokerId"] != 0:
-        refuse(label, f"brokerId: {settings['brokerId']}: only masters (brokerId=0) are supported; HA is not")
-    if not settings["brokerName"]:
-        refuse(label, "brokerName: must not be empty")
 
 
 class Options(DaemonOptions):
@@ -46,10 +35,6 @@ class Options(DaemonOptions):
 
     def extra_overrides(self) -> dict[str, str]:
         return {"namesrvAddr": self["namesrvAddr"]} if self["namesrvAddr"] else {}
-
-    def check(self, settings: BrokerSettings) -> None:
-        super().check(settings)
-        check_broker_settings(self.label, settings)
 
 
 def makeService(options: Options, reactor: Any = None) -> service.IService:

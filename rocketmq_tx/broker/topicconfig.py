@@ -1,19 +1,20 @@
 # -*- test-case-name: rocketmq_tx.broker.test.test_managers -*-
 """
 ``TopicConfigManager``: the broker's topics (``config/topics.json``), its system topics,
-auto-creation through ``TBW102`` and the DataVersion the name servers compare; plus Java's
-``TopicValidator`` rules for names.
+auto-creation through ``TBW102`` and the DataVersion the name servers compare. Java's
+``TopicValidator`` rules for names live in :mod:`rocketmq_tx.common.validators` (re-exported
+here); nothing is created under a name outside them.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Callable, Iterable
 
 from rocketmq_tx.common.route import PermName, TopicConfig
+from rocketmq_tx.common.validators import TOPIC_MAX_LENGTH, is_store_name_safe, validate_group, validate_topic
 from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
-from rocketmq_tx.store.configfile import ConfigFile
+from rocketmq_tx.store.configfile import ConfigFile, dumps
 
 __all__ = [
     "TopicConfigManager",
@@ -22,6 +23,8 @@ __all__ = [
     "RETRY_GROUP_TOPIC_PREFIX",
     "DLQ_GROUP_TOPIC_PREFIX",
     "validate_topic",
+    "validate_group",
+    "TOPIC_MAX_LENGTH",
     "is_system_topic",
     "is_not_allowed_send_topic",
     "retry_topic",
@@ -42,7 +45,6 @@ SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
-TOPIC_MAX_LENGTH = 127
 
 _BASE_SYSTEM_TOPICS = frozenset({
     AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC, TRACE_TOPIC,
@@ -52,7 +54,6 @@ _NOT_ALLOWED_SEND = frozenset({
     SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC,
     OFFSET_MOVED_EVENT,
 })
-_LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 
 def retry_topic(group: str) -> str:
@@ -61,17 +62,6 @@ def retry_topic(group: str) -> str:
 
 def dlq_topic(group: str) -> str:
     return DLQ_GROUP_TOPIC_PREFIX + group
-
-
-def validate_topic(topic: str | None) -> str | None:
-    """Java ``TopicValidator.validateTopic``: ``None`` if fine, else the remark (SYSTEM_ERROR)."""
-    if topic is None or not topic.strip():
-        return "The specified topic is blank."
-    if not _LEGAL.fullmatch(topic):
-        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(topic) > TOPIC_MAX_LENGTH:
-        return "The specified topic is longer than topic max length."
-    return None
 
 
 def is_not_allowed_send_topic(topic: str) -> bool:
@@ -88,12 +78,16 @@ class TopicConfigManager:
     :param settings: the broker settings (for the system topics).
     :param on_created: called after a topic is created by a send, so the broker registers
         with the name servers at once (Java ``registerBrokerAll``).
+    :ivar on_dirty: called after every change instead of writing ``topics.json`` on the spot
+        (the broker's :class:`~rocketmq_tx.broker.persister.MetadataPersister` writes it soon
+        after, off the reactor); without it nothing is written until :meth:`persist`.
     """
 
     def __init__(self, path: str, settings, on_created: Callable[[TopicConfig], object] | None = None) -> None:
         self.file = ConfigFile(path)
         self.settings = settings
         self.on_created = on_created
+        self.on_dirty: Callable[[], object] | None = None
         self.data_version = new_data_version()
         self.topic_config_table: dict[str, TopicConfig] = {}
         self.system_topics: set[str] = set(_BASE_SYSTEM_TOPICS)
@@ -132,8 +126,25 @@ class TopicConfigManager:
         return {"dataVersion": self.data_version.to_json(),
                 "topicConfigTable": {name: tc.to_json() for name, tc in self.topic_config_table.items()}}
 
+    def snapshot(self) -> Callable[[], str]:
+        """
+        The table as it is now, cheaply (a shallow copy, ~0.2 ms for 50,000 topics); the
+        function returned encodes it, in any thread (~40 ms for 10,000 topics). Topic
+        configs are replaced rather than changed, and a field changed in place is one atomic
+        attribute write, marked dirty, so the next snapshot carries it anyway.
+        """
+        version = self.data_version.to_json()
+        table = dict(self.topic_config_table)
+        return lambda: dumps({"dataVersion": version,
+                              "topicConfigTable": {name: tc.to_json() for name, tc in table.items()}})
+
     def persist(self) -> bool:
-        return self.file.persist(self.encode())
+        """Write ``topics.json`` now, in the calling thread."""
+        return self.file.persist(self.snapshot()())
+
+    def mark_dirty(self) -> None:
+        if self.on_dirty is not None:
+            self.on_dirty()
 
     # ------------------------------------------------------------------ queries
 
@@ -152,7 +163,7 @@ class TopicConfigManager:
     def _created(self, tc: TopicConfig) -> TopicConfig:
         self.topic_config_table[tc.topic_name] = tc
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
         if self.on_created is not None:
             self.on_created(tc)
         return tc
@@ -163,6 +174,8 @@ class TopicConfigManager:
         tc = self.topic_config_table.get(topic)
         if tc is not None:
             return tc
+        if not is_store_name_safe(topic):
+            return None
         default = self.topic_config_table.get(default_topic)
         if default is None:
             return None
@@ -175,24 +188,31 @@ class TopicConfigManager:
                                          default.topic_filter_type, topic_sys_flag))
 
     def create_topic_in_send_message_back_method(self, topic: str, queue_nums: int, perm: int,
-                                                 topic_sys_flag: int = 0) -> TopicConfig:
-        """Retry and DLQ topics are created on first use whatever ``autoCreateTopicEnable`` says."""
+                                                 topic_sys_flag: int = 0) -> TopicConfig | None:
+        """
+        Retry and DLQ topics are created on first use whatever ``autoCreateTopicEnable`` says;
+        ``None`` for a name that is no legal directory name (a group no Java client accepts).
+        """
         tc = self.topic_config_table.get(topic)
         if tc is not None:
             return tc
+        if not is_store_name_safe(topic):
+            return None
         return self._created(TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag))
 
     def update_topic_config(self, tc: TopicConfig) -> None:
-        """UPDATE_AND_CREATE_TOPIC."""
+        """UPDATE_AND_CREATE_TOPIC (the processor has validated the name; this is the second line)."""
+        if not is_store_name_safe(tc.topic_name):
+            raise ValueError(f"illegal topic name {tc.topic_name[:200]!r}")
         self.topic_config_table[tc.topic_name] = tc
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
 
     def delete_topic_config(self, topic: str) -> bool:
         if self.topic_config_table.pop(topic, None) is None:
             return False
         self.data_version.next_version()
-        self.persist()
+        self.mark_dirty()
         return True
 
     def update_order_topic_config(self, order_topics: dict[str, str]) -> None:
@@ -205,7 +225,7 @@ class TopicConfigManager:
                 changed = True
         if changed:
             self.data_version.next_version()
-            self.persist()
+            self.mark_dirty()
 
 
 def default_path(store_root: str) -> str:

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, succeed
 from twisted.python.failure import Failure
 
-from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.acl import SessionCredentials
+from rocketmq_tx.client.instance import MQClientInstance, client_credentials
 from rocketmq_tx.common.route import TopicConfig
 from rocketmq_tx.remoting import adminapi
 from rocketmq_tx.remoting.adminapi import NAMESRV, Call, Plan
@@ -39,16 +40,23 @@ class MQAdmin:
     :param instance: share a client instance with producers and consumers.
     :param timeout: seconds per request (consumer stats and message queries get three
         times as much, as in Java).
+    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
+        (and *security_token*, if any); or give one ``credentials``
+        (:class:`~rocketmq_tx.acl.SessionCredentials`). With a shared *instance*, give them
+        to the instance.
     """
 
     def __init__(self, namesrv_addr: str = "", reactor: Any = None, *, instance: MQClientInstance | None = None,
-                 timeout: float = 3.0, tls: TlsSettings | None = None) -> None:
+                 timeout: float = 3.0, tls: TlsSettings | None = None,
+                 access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
         if reactor is None and instance is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
         self._own_instance = instance is None
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls)
+        creds = client_credentials(instance, access_key, secret_key, security_token, credentials)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls, credentials=creds)
         self.reactor = self.instance.reactor
         self.timeout = timeout
 

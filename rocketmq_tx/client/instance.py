@@ -19,6 +19,7 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from rocketmq_tx.acl import AclClientRPCHook, SessionCredentials, credentials_from
 from rocketmq_tx.common.clientroute import NameServerList, make_client_id
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import MASTER_ID, TopicRouteData
@@ -30,7 +31,7 @@ from rocketmq_tx.remoting.api import ConsumerData, HeartbeatData, MQClientError
 from rocketmq_tx.remoting.errors import RemotingError
 from rocketmq_tx.tlsconfig import TlsSettings
 
-__all__ = ["MQClientInstance", "POLL_NAME_SERVER_INTERVAL", "HEARTBEAT_BROKER_INTERVAL"]
+__all__ = ["MQClientInstance", "POLL_NAME_SERVER_INTERVAL", "HEARTBEAT_BROKER_INTERVAL", "client_credentials"]
 
 log = Logger()
 
@@ -47,19 +48,27 @@ class MQClientInstance:
     :param client_id: defaults to ``ip@pid#nanotime``.
     :param timeout: seconds per request (Java ``mqClientApiTimeout``).
     :param remoting: for tests: a :class:`RemotingClient` with an in-memory connector.
+    :param credentials: ACL 1.0: sign every request (name servers included, as Java's
+        ``AclClientRPCHook`` does) with these.
     :ivar processors: handlers for broker-to-client requests, shared with the connections.
     """
 
     def __init__(self, reactor: IReactorTime, namesrv_addr: str, *, client_id: str | None = None,
                  timeout: float = 3.0, remoting: RemotingClient | None = None,
                  poll_name_server_interval: float = POLL_NAME_SERVER_INTERVAL,
-                 heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL, tls: TlsSettings | None = None) -> None:
+                 heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL, tls: TlsSettings | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
         self.reactor = reactor
+        self.credentials = credentials
         self.client_id = client_id or make_client_id()
         self.timeout = timeout
         self.namesrvs = NameServerList(namesrv_addr)
         self.processors = remoting.processors if remoting is not None else ProcessorTable()
-        self.remoting = remoting or RemotingClient(reactor, self.processors, tls=tls)  # type: ignore[arg-type]
+        hook = AclClientRPCHook(credentials) if credentials is not None else None
+        self.remoting = remoting or RemotingClient(reactor, self.processors, tls=tls,  # type: ignore[arg-type]
+                                                   rpc_hook=hook)
+        if remoting is not None and hook is not None:
+            remoting.rpc_hook = hook
         self.poll_name_server_interval = poll_name_server_interval
         self.heartbeat_interval = heartbeat_interval
         #: topic -> its last route
@@ -234,3 +243,18 @@ class MQClientInstance:
                                                        error=f.getErrorMessage()))
             calls.append(d)
         return DeferredList(calls).addCallback(lambda _: None)
+
+
+def client_credentials(instance: MQClientInstance | None, access_key: str | None, secret_key: str | None,
+                       security_token: str | None, credentials: SessionCredentials | None) -> SessionCredentials | None:
+    """
+    The ACL credentials a producer, consumer or admin was given (see
+    :func:`rocketmq_tx.acl.credentials_from`).
+
+    :raises ValueError: incomplete, or given beside a shared *instance* (whose connections
+        sign with the instance's own credentials).
+    """
+    creds = credentials_from(access_key, secret_key, security_token, credentials)
+    if creds is not None and instance is not None:
+        raise ValueError("a shared MQClientInstance signs with its own credentials: give them to it instead")
+    return creds

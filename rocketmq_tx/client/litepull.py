@@ -19,7 +19,8 @@ from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks
 from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 
-from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.acl import SessionCredentials
+from rocketmq_tx.client.instance import MQClientInstance, client_credentials
 from rocketmq_tx.client.rebalance import IdsChangedProcessor, RebalanceImpl
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageExt, MessageQueue
@@ -49,6 +50,10 @@ class LitePullConsumer:
         its last or first offset, or (``CONSUME_FROM_TIMESTAMP``) the first message stored at
         or after *consume_timestamp_ms* (default: half an hour before :meth:`start`).
     :param poll_interval: seconds between rounds of pulls while :meth:`poll` finds nothing.
+    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
+        (and *security_token*, if any); or give one ``credentials``
+        (:class:`~rocketmq_tx.acl.SessionCredentials`). With a shared *instance*, give them
+        to the instance.
     """
 
     def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
@@ -56,14 +61,17 @@ class LitePullConsumer:
                  pull_batch_size: int = 10, auto_commit: bool = True,
                  auto_commit_interval: float = 5.0, consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
                  poll_interval: float = 0.2, timeout: float = 3.0, consume_timestamp_ms: int | None = None,
-                 allocate: str = "AVG", rebalance_interval: float = 20.0) -> None:
+                 allocate: str = "AVG", rebalance_interval: float = 20.0,
+                 access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
         if reactor is None and instance is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
         self.group = group
         self._own_instance = instance is None
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls)
+        creds = client_credentials(instance, access_key, secret_key, security_token, credentials)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls, credentials=creds)
         self.reactor = self.instance.reactor
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit

@@ -14,7 +14,8 @@ from twisted.internet.defer import Deferred, fail, inlineCallbacks, succeed
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.acl import SessionCredentials
+from rocketmq_tx.client.instance import MQClientInstance, client_credentials
 from rocketmq_tx.common.clientroute import TopicPublishInfo, publish_info, select_by_hash
 from rocketmq_tx.common.message import Message, MessageQueue
 from rocketmq_tx.common.msgid import UniqueKeyGenerator
@@ -42,20 +43,28 @@ class Producer:
     :param send_timeout: seconds for one send, retries included.
     :param retry_times_when_send_failed: extra attempts, on another broker when possible.
     :param compress_over: bodies of at least this many bytes are zlib-compressed.
+    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
+        (and *security_token*, if any); or give one ``credentials``
+        (:class:`~rocketmq_tx.acl.SessionCredentials`). With a shared *instance*, give them
+        to the instance.
     """
 
     def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
                  instance: MQClientInstance | None = None, tls: TlsSettings | None = None,
                  send_timeout: float = 3.0,
                  retry_times_when_send_failed: int = 2, compress_over: int = 4096,
-                 max_message_size: int = 4 * 1024 * 1024, default_topic_queue_nums: int = 4) -> None:
+                 max_message_size: int = 4 * 1024 * 1024, default_topic_queue_nums: int = 4,
+                 access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
         if reactor is None and instance is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
         self.group = group
         self._own_instance = instance is None
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=send_timeout, tls=tls)
+        creds = client_credentials(instance, access_key, secret_key, security_token, credentials)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=send_timeout, tls=tls,
+                                                     credentials=creds)
         self.reactor = self.instance.reactor
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed

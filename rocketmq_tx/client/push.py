@@ -35,7 +35,8 @@ from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.acl import SessionCredentials
+from rocketmq_tx.client.instance import MQClientInstance, client_credentials
 from rocketmq_tx.client.offsetstore import LocalOffsetStore, default_offset_dir
 from rocketmq_tx.client.rebalance import IdsChangedProcessor, RebalanceImpl
 from rocketmq_tx.client.litepull import (
@@ -159,6 +160,10 @@ class PushConsumer:
     :param message_model: ``CLUSTERING`` (the group shares the queues, offsets on the
         brokers) or ``BROADCASTING`` (every member reads every queue, offsets in a local
         file under *offset_store_dir*, failed messages are not redelivered, as in Java).
+    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
+        (and *security_token*, if any); or give one ``credentials``
+        (:class:`~rocketmq_tx.acl.SessionCredentials`). With a shared *instance*, give them
+        to the instance.
     """
 
     def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
@@ -168,14 +173,17 @@ class PushConsumer:
                  max_reconsume_times: int = -1, rebalance_interval: float = 20.0,
                  persist_interval: float = 5.0, timeout: float = 3.0, consume_timestamp_ms: int | None = None,
                  message_model: str = CLUSTERING, offset_store_dir: str | None = None,
-                 suspend_current_queue_time: float = 1.0) -> None:
+                 suspend_current_queue_time: float = 1.0,
+                 access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
         if reactor is None and instance is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
         self.group = group
         self._own_instance = instance is None
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls)
+        creds = client_credentials(instance, access_key, secret_key, security_token, credentials)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls, credentials=creds)
         self.reactor = self.instance.reactor
         self.consume_from_where = consume_from_where
         self.pull_batch_size = pull_batch_size

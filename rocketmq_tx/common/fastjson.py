@@ -35,7 +35,7 @@ class ObjectKey(Mapping[str, Any]):
     __slots__ = ("_items", "_hash")
 
     def __init__(self, items: Mapping[str, Any]) -> None:
-        self._items = dict(sorted(items.items()))
+        self._items = dict(sorted(items.items(), key=_key_order))
         self._hash = hash(tuple((k, _freeze(v)) for k, v in self._items.items()))
 
     def __getitem__(self, key: str) -> Any:
@@ -59,9 +59,16 @@ class ObjectKey(Mapping[str, Any]):
         return f"ObjectKey({self._items!r})"
 
 
+def _key_order(item: tuple[Any, Any]) -> tuple[bool, str]:
+    # Keys are strings, or objects (ObjectKey) when an object key holds object keys: these
+    # do not compare with strings, so they sort after them, by their text.
+    key = item[0]
+    return (False, key) if isinstance(key, str) else (True, repr(key))
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+        return tuple(sorted(((k, _freeze(v)) for k, v in value.items()), key=_key_order))
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     return value
@@ -133,6 +140,25 @@ def _write(value: Any, legacy: bool = False) -> Iterator[str]:
 _WS = frozenset(" \t\r\n\f\b")
 _ESCAPES = {'"': '"', "'": "'", "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _NAME_END = frozenset(":,}] \t\r\n")
+
+
+def _join_surrogates(text: str) -> str:
+    """
+    ``\\u`` escapes are UTF-16 code units: a high and a low surrogate make one character;
+    a lone one becomes ``?``, as Java's UTF-8 encoder writes it (a str holding it could not
+    be encoded at all).
+    """
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if "\ud800" <= ch <= "\udbff" and i + 1 < n and "\udc00" <= text[i + 1] <= "\udfff":
+            out.append(chr(0x10000 + ((ord(ch) - 0xD800) << 10) + ord(text[i + 1]) - 0xDC00))
+            i += 2
+            continue
+        out.append("?" if "\ud800" <= ch <= "\udfff" else ch)
+        i += 1
+    return "".join(out)
 
 
 class _LenientParser:
@@ -253,6 +279,7 @@ class _LenientParser:
         n = len(text)
         parts: list[str] = []
         start = pos
+        surrogates = False
         while True:
             if pos >= n:
                 raise self.fail("unterminated string")
@@ -260,7 +287,7 @@ class _LenientParser:
             if ch == quote:
                 parts.append(text[start:pos])
                 self.pos = pos + 1
-                return "".join(parts)
+                return _join_surrogates("".join(parts)) if surrogates else "".join(parts)
             if ch == "\\":
                 parts.append(text[start:pos])
                 if pos + 1 >= n:
@@ -269,9 +296,11 @@ class _LenientParser:
                 if esc == "u":
                     digits = text[pos + 2 : pos + 6]
                     try:
-                        parts.append(chr(int(digits, 16)))
+                        code = int(digits, 16)
                     except ValueError:
                         raise self.fail("bad \\u escape") from None
+                    surrogates = surrogates or 0xD800 <= code <= 0xDFFF
+                    parts.append(chr(code))
                     pos += 6
                 elif esc == "x":
                     try:

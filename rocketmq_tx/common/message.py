@@ -146,6 +146,8 @@ def _string_to_properties(text: str) -> dict[str, str]:
     that first 0x01 (it may contain further 0x01). A trailing 0x02 (4.9.0 and Go writers) and
     empty segments are ignored; a repeated name keeps the last value.
     """
+    if not isinstance(text, str):  # the C version's TypeError (None is not an empty string)
+        raise TypeError("string_to_properties() needs a str")
     properties: dict[str, str] = {}
     if not text:
         return properties

@@ -441,6 +441,8 @@ def _java_string_hash(text: str) -> int:
     Java ``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed 32-bit
     ``int``. Characters outside the BMP count as two surrogate units.
     """
+    if not isinstance(text, str):  # the C version's TypeError (not text.isascii's AttributeError)
+        raise TypeError("java_string_hash() needs a str")
     if text.isascii():
         units: Iterable[int] = text.encode("ascii")
     else:

@@ -12,6 +12,7 @@ from typing import Callable, Hashable, Mapping
 
 from twisted.logger import Logger
 
+from rocketmq_tx.config import PATH_KEYS, ConfigError, control_character_error
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.kvconfig import KVConfigManager
 from rocketmq_tx.namesrv.routeinfo import RouteInfoManager
@@ -42,7 +43,7 @@ class NamesrvController:
 
     def black_listed(self, keys: Mapping[str, str]) -> bool:
         """Whether *keys* touch a key UPDATE_NAMESRV_CONFIG must not change."""
-        black = {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}
+        black = set(PATH_KEYS | {"configBlackList"})
         black.update(k for k in self.settings["configBlackList"].split(";") if k)
         return any(k in black for k in keys)
 
@@ -51,9 +52,17 @@ class NamesrvController:
         UPDATE_NAMESRV_CONFIG: apply the known keys (others are ignored, as Java's
         ``mergeIfExist``) and persist every setting to ``configStorePath``.
 
-        :raises rocketmq_tx.config.ConfigError: a value does not parse (nothing is applied).
+        :raises rocketmq_tx.config.ConfigError: a value does not parse, holds a control
+            character or would stop the next start (nothing is applied).
         """
         known = {k: v for k, v in properties.items() if k in self.settings}
+        bad = control_character_error(properties)
+        if bad is not None:
+            raise ConfigError(bad)
+        # On a copy first: what the next start would refuse is refused now.
+        trial = self.settings.copy()
+        trial.update_from_properties(known)
+        trial.validate()
         self.settings.update_from_properties(known)
         self.route_info_manager.expired_time = self.settings["brokerChannelExpiredTime"]
         path = Path(self.settings["configStorePath"])

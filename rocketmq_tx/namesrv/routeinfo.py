@@ -20,7 +20,7 @@ so Java's read-write lock has no counterpart.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Hashable, Iterable
 
 from rocketmq_tx.common.route import (
@@ -56,10 +56,14 @@ class BrokerLiveInfo:
 
 @dataclass(slots=True)
 class RegisterBrokerResult:
-    """For a slave: its live master's HA and broker addresses."""
+    """For a slave: its live master's HA and broker addresses; for a master, what became of its topics."""
 
     ha_server_addr: str | None = None
     master_addr: str | None = None
+    #: the registration's topics were (or are being) applied to the route table
+    topics_applied: bool = False
+    #: topics past ``apply_limit``, for :meth:`RouteInfoManager.apply_topic_configs` in later turns
+    pending_topics: list[TopicConfig] = field(default_factory=list)
 
 
 class RouteInfoManager:
@@ -101,8 +105,14 @@ class RouteInfoManager:
         filter_server_list: list[str] | None,
         channel: Hashable | None,
         enable_acting_master: bool | None = None,
+        apply_limit: int | None = None,
     ) -> RegisterBrokerResult:
-        """REGISTER_BROKER: add or refresh a broker and, from a master, its topics."""
+        """
+        REGISTER_BROKER: add or refresh a broker and, from a master, its topics. With
+        *apply_limit*, at most that many topics are applied now and the rest are left in
+        the result's ``pending_topics`` (a registration of 450,000 topics costs the reactor
+        about a second).
+        """
         self.generation += 1
         result = RegisterBrokerResult()
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
@@ -123,7 +133,12 @@ class RouteInfoManager:
 
         if topic_config_table is not None and broker_id == MASTER_ID:
             if self.is_broker_topic_config_changed(broker_addr, data_version) or register_first:
-                for config in topic_config_table.values():
+                result.topics_applied = True
+                configs = topic_config_table.values()
+                if apply_limit is not None and len(topic_config_table) > apply_limit:
+                    configs = list(configs)
+                    configs, result.pending_topics = configs[:apply_limit], configs[apply_limit:]
+                for config in configs:
                     self._create_and_update_queue_data(broker_name, config)
 
         self.broker_live_table[broker_addr] = BrokerLiveInfo(self.now(), data_version, channel, ha_server_addr)
@@ -141,6 +156,12 @@ class RouteInfoManager:
                     result.ha_server_addr = master.ha_server_addr
                     result.master_addr = master_addr
         return result
+
+    def apply_topic_configs(self, broker_name: str, configs: Iterable[TopicConfig]) -> None:
+        """The rest of a registration's topics (:class:`RegisterBrokerResult` ``pending_topics``)."""
+        self.generation += 1
+        for config in configs:
+            self._create_and_update_queue_data(broker_name, config)
 
     def _create_and_update_queue_data(self, broker_name: str, config: TopicConfig) -> None:
         queue_data = QueueData(broker_name, config.read_queue_nums, config.write_queue_nums, config.perm,

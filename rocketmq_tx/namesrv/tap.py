@@ -15,7 +15,7 @@ from typing import Any
 from twisted.application import service
 from twisted.logger import Logger
 
-from rocketmq_tx.daemon import DaemonOptions, refuse
+from rocketmq_tx.daemon import DaemonOptions
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.service import NamesrvService
 
@@ -32,11 +32,6 @@ class Options(DaemonOptions):
     synopsis = "[-c namesrv.properties] [-p] [--set key=value ...]"
     longdesc = "A RocketMQ name server, wire-compatible with Java's mqnamesrv."
 
-    def check(self, settings: NamesrvSettings) -> None:
-        super().check(settings)
-        for key in ("scanNotActiveBrokerInterval", "brokerChannelExpiredTime"):
-            if settings[key] <= 0:
-                refuse(self.label, f"{key}: must be positive, got {settings[key]}")
 
 
 def makeService(options: Options, reactor: Any = None) -> service.IService:

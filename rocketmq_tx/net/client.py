@@ -54,6 +54,9 @@ class RemotingClient:
     :param connector: for tests: ``connector(addr)`` returns a Deferred of a connected
         :class:`RemotingProtocol`; the default connects over TCP.
     :param tls: connect with TLS using these settings (Java's ``setUseTLS(true)``).
+    :param rpc_hook: ``hook(addr, request)`` run on every request (oneway included) right
+        before it is written, Java's ``RPCHook.doBeforeRequest``; e.g. an
+        :class:`~rocketmq_tx.acl.AclClientRPCHook` that signs it.
     """
 
     def __init__(
@@ -66,8 +69,10 @@ class RemotingClient:
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         connector: Callable[[str], Deferred] | None = None,
         tls: TlsSettings | None = None,
+        rpc_hook: Callable[[str, RemotingCommand], None] | None = None,
     ) -> None:
         self.reactor = reactor
+        self.rpc_hook = rpc_hook
         self.clock: IReactorTime = reactor  # type: ignore[assignment]
         self.processors = processors if processors is not None else ProcessorTable()
         self.connect_timeout = connect_timeout
@@ -143,7 +148,13 @@ class RemotingClient:
 
         Fails with RemotingConnectError, RemotingTimeoutError or LocalProtocolError.
         """
-        return self.connection(addr).addCallback(lambda proto: proto.send_request(request, timeout))
+        return self.connection(addr).addCallback(self._send_request, addr, request, timeout)
+
+    def _send_request(self, proto: RemotingProtocol, addr: str, request: RemotingCommand,
+                      timeout: float) -> Deferred:
+        if self.rpc_hook is not None:
+            self.rpc_hook(addr, request)
+        return proto.send_request(request, timeout)
 
     def invoke_async(
         self,
@@ -157,7 +168,12 @@ class RemotingClient:
 
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> Deferred:
         """Send *request* as oneway; fires with ``None`` once it is written."""
-        return self.connection(addr).addCallback(lambda proto: proto.send_oneway(request))
+        return self.connection(addr).addCallback(self._send_oneway, addr, request)
+
+    def _send_oneway(self, proto: RemotingProtocol, addr: str, request: RemotingCommand) -> None:
+        if self.rpc_hook is not None:
+            self.rpc_hook(addr, request)
+        proto.send_oneway(request)
 
     def close(self, grace: float = 2.0) -> Deferred:
         """

@@ -7,7 +7,8 @@ response (Java's ``NettyRemotingAbstract.processRequestCommand``).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections import OrderedDict
+from typing import Callable, Mapping
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
@@ -16,7 +17,7 @@ from zope.interface import Attribute, Interface
 
 from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, ResponseCode
 
-__all__ = ["IRequestProcessor", "IRemotingContext", "ProcessorTable"]
+__all__ = ["IRequestProcessor", "IRemotingContext", "ProcessorTable", "RefusalLog"]
 
 log = Logger()
 
@@ -49,6 +50,49 @@ class IRequestProcessor(Interface):
         """``True`` to answer SYSTEM_BUSY instead of processing (flow control)."""
 
 
+#: Answers a client could be puzzled by (unsupported codes, permissions, names and
+#: expressions refused): logged once per cause, not per request.
+REFUSAL_CODES = frozenset({
+    ResponseCode.SYSTEM_ERROR, ResponseCode.SYSTEM_BUSY, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+    ResponseCode.MESSAGE_ILLEGAL, ResponseCode.NO_PERMISSION, ResponseCode.TOPIC_NOT_EXIST,
+    ResponseCode.SUBSCRIPTION_PARSE_FAILED, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+    ResponseCode.INVALID_PARAMETER,
+})
+
+
+class RefusalLog:
+    """
+    One warning per cause (request code, response code, remark), naming the first peer
+    that met it. The causes remembered are bounded: a peer inventing new remarks (each
+    bad name is one) pushes old causes out instead of growing memory.
+    """
+
+    MAX_CAUSES = 4096
+    #: Remarks can echo a peer's input (a 16 MiB name): the log line and the cause keep this much.
+    REMARK_CHARS = 200
+
+    def __init__(self, max_causes: int = MAX_CAUSES) -> None:
+        self.max_causes = max_causes
+        self._seen: OrderedDict[tuple[int, int, str], None] = OrderedDict()
+
+    def note(self, peer: str, request: RemotingCommand, response: RemotingCommand) -> bool:
+        """Log *response* if its cause is new; ``True`` when it was logged."""
+        remark = (response.remark or "")[:self.REMARK_CHARS]
+        cause = (request.code, response.code, remark)
+        seen = self._seen
+        if cause in seen:
+            seen.move_to_end(cause)
+            return False
+        seen[cause] = None
+        if len(seen) > self.max_causes:
+            seen.popitem(last=False)
+        if not remark.isprintable():  # a peer's name with a newline must not forge log lines
+            remark = remark.encode("unicode_escape").decode("ascii")
+        log.warn("refused request code {request_code} from {peer}: response code {response_code}, {remark}",
+                 request_code=request.code, peer=peer, response_code=response.code, remark=remark or "(no remark)")
+        return True
+
+
 class ProcessorTable:
     """
     Code to processor, with an optional default processor for every other code.
@@ -64,6 +108,11 @@ class ProcessorTable:
     ) -> None:
         self._processors: dict[int, IRequestProcessor] = dict(processors or {})
         self.default = default
+        self.refusals = RefusalLog()
+        #: ``hook(ctx, request)`` run before every processor (Java's server RPC hooks'
+        #: ``doBeforeRequest``, e.g. the broker's ACL check): ``None`` to go on, or the
+        #: response that refuses the request (sent as is, not run by the processor).
+        self.before_request: Callable[[IRemotingContext, RemotingCommand], RemotingCommand | None] | None = None
 
     def register(self, code: int, processor: IRequestProcessor) -> None:
         """Route requests with *code* to *processor*."""
@@ -88,16 +137,31 @@ class ProcessorTable:
         """
         processor = self._processors.get(request.code, self.default)
         if processor is None:
-            return request.make_unsupported_response()
+            return self._refused(request.make_unsupported_response(), ctx, request)
         if processor.reject_request():
-            return request.make_response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK)
+            return self._refused(request.make_response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK), ctx, request)
+        if self.before_request is not None:
+            try:
+                refusal = self.before_request(ctx, request)
+            except Exception:
+                return self._failed(Failure(), ctx, request)
+            if refusal is not None:
+                return refusal  # the hook logs its refusals its own way
         try:
             result = processor.process_request(ctx, request)
         except Exception:
             return self._failed(Failure(), ctx, request)
         if isinstance(result, Deferred):
-            return result.addErrback(self._failed, ctx, request)
+            return result.addCallbacks(self._refused, self._failed, (ctx, request), None, (ctx, request))
+        if result is not None and result.code:
+            self._refused(result, ctx, request)
         return result
+
+    def _refused(self, response: RemotingCommand | None, ctx: IRemotingContext,
+                 request: RemotingCommand) -> RemotingCommand | None:
+        if response is not None and response.code in REFUSAL_CODES:
+            self.refusals.note(getattr(ctx, "peer", "?"), request, response)
+        return response
 
     def _failed(self, failure: Failure, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         if failure.check(RemotingCommandError):
@@ -109,4 +173,5 @@ class ProcessorTable:
             )
             # Java sends RemotingHelper.exceptionSimpleDesc: the class and a message.
             remark = f"{type(failure.value).__name__}: {failure.getErrorMessage()}"[:512]
-        return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
+        return self._refused(request.make_response(ResponseCode.SYSTEM_ERROR, remark), ctx, request)

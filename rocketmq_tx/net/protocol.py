@@ -110,12 +110,13 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         self.setTimeout(self._idle_timeout)
 
     def dataReceived(self, data: bytes) -> None:
+        if self._decoder.error is not None:
+            return  # closing already: logged once, nothing after the bad bytes is read
         self.resetTimeout()
         try:
             commands = self._decoder.feed(data)
         except RemoteProtocolError as e:
-            log.warn("closing connection from {peer}: {error}", peer=self.peer, error=e)
-            self.transport.abortConnection()
+            self._protocol_error(e, answered=False)
             return
         self._answered = False
         for cmd in commands:
@@ -125,6 +126,17 @@ class RemotingProtocol(Protocol, TimeoutMixin):
                 self._request_received(cmd)
         if self._answered:
             self._write_answers()
+        # Frames that arrived intact before bad bytes in the same read are answered first.
+        if self._decoder.error is not None:
+            self._protocol_error(self._decoder.error, self._answered)
+
+    def _protocol_error(self, error: RemoteProtocolError, answered: bool) -> None:
+        log.warn("closing connection from {peer}: {error}", peer=self.peer, error=error)
+        if answered:
+            # Closes once the answers are written (they are, over TCP, by _write_answers).
+            self.transport.loseConnection()
+        else:
+            self.transport.abortConnection()
 
     def _write_answers(self) -> None:
         """
@@ -169,7 +181,11 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         try:
             frame = encode_command(response, self._max_frame_length)
         except LocalProtocolError as e:
-            log.error("cannot encode response to code {code}: {error}", code=request.code, error=e)
+            # The peer would wait for this answer until its timeout: close instead, as
+            # Java's NettyEncoder does when it cannot encode.
+            log.error("cannot encode response to code {code}, closing connection {peer}: {error}",
+                      code=request.code, peer=self.peer, error=e)
+            self.transport.loseConnection()
             return
         self.transport.write(frame)
         self._answered = True

@@ -51,6 +51,7 @@ __all__ = [
     "AUTO_CREATE_TOPIC_KEY",
     "DEFAULT_TOPIC_QUEUE_NUMS",
     "SUB_ALL",
+    "MAX_SUBSCRIPTION_EXPRESSION_LENGTH",
     "SEND_RETRY_CODES",
     "SendRetryPlan",
     "MQClientError",
@@ -100,6 +101,10 @@ AUTO_CREATE_TOPIC_KEY = "TBW102"
 DEFAULT_TOPIC_QUEUE_NUMS = 4
 #: The expression that subscribes to every tag.
 SUB_ALL = "*"
+#: The longest TAG expression :meth:`SubscriptionData.build` accepts (ours: Java has no
+#: limit but the frame's). 64 Ki characters hold thousands of tags; a broker refuses a
+#: longer one as a subscription that does not parse.
+MAX_SUBSCRIPTION_EXPRESSION_LENGTH = 64 * 1024
 #: ``MixAll.RETRY_GROUP_TOPIC_PREFIX``.
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 #: Broker codes after which a producer retries on another queue (Java ``retryResponseCodes``):
@@ -397,6 +402,7 @@ class SubscriptionData:
     """
     Java ``SubscriptionData`` built like ``FilterAPI.buildSubscriptionData``: a TAG
     expression ``"A || B"`` becomes the tag set and their Java hash codes; ``*`` matches all.
+    Java's sets are ``HashSet``s; here they are lists in first-seen order without repeats.
     """
 
     topic: str
@@ -416,11 +422,12 @@ class SubscriptionData:
             return cls(topic, expression, [], [], version, expression_type)
         if not expression or expression == SUB_ALL:
             return cls(topic, SUB_ALL, [], [], version)
-        tags: list[str] = []
-        for tag in expression.split("||"):
-            tag = tag.strip()
-            if tag and tag not in tags:
-                tags.append(tag)
+        if len(expression) > MAX_SUBSCRIPTION_EXPRESSION_LENGTH:
+            raise MQClientError(f"subscription expression of {len(expression)} characters exceeds "
+                                f"{MAX_SUBSCRIPTION_EXPRESSION_LENGTH}")
+        # First-seen order without repeats; a dict keeps it in linear time (a list's
+        # membership test made 100,000 tags take minutes).
+        tags = list(dict.fromkeys(t for t in (tag.strip() for tag in expression.split("||")) if t))
         if not tags:
             raise MQClientError(f"subString split error: {expression!r}")
         return cls(topic, expression, tags, [java_string_hash(t) for t in tags], version)
@@ -503,11 +510,18 @@ def consumer_list_request(group: str) -> RemotingCommand:
 
 
 def parse_consumer_list_response(response: RemotingCommand) -> list[str]:
-    """The group's client ids (``{"consumerIdList":[...]}``)."""
+    """
+    The group's client ids (``{"consumerIdList":[...]}``).
+
+    :raises MQBrokerError: a code other than SUCCESS, or a body that is not such a list.
+    """
     check_response(response)
     if not response.body:
         return []
-    return [str(c) for c in fastjson.loads(response.body).get("consumerIdList") or []]
+    try:
+        return [str(c) for c in fastjson.loads(response.body).get("consumerIdList") or []]
+    except (ValueError, TypeError, AttributeError) as e:
+        raise MQBrokerError(response.code, f"malformed consumer list body: {e}") from None
 
 
 # --------------------------------------------------------------------------- pull
@@ -678,13 +692,20 @@ def lock_batch_request(group: str, client_id: str, mqs: Iterable[MessageQueue]) 
 
 
 def parse_lock_batch_response(response: RemotingCommand) -> set[MessageQueue]:
-    """The queues the broker locked for us (the others are held by another member)."""
+    """
+    The queues the broker locked for us (the others are held by another member).
+
+    :raises MQBrokerError: a code other than SUCCESS, or a body that is not a LockBatchResponseBody.
+    """
     from rocketmq_tx.remoting.adminbodies import LockBatchResponseBody
 
     check_response(response)
     if not response.body:
         return set()
-    return set(LockBatchResponseBody.from_json(fastjson.loads(response.body)).lock_ok_mq_set)
+    try:
+        return set(LockBatchResponseBody.from_json(fastjson.loads(response.body)).lock_ok_mq_set)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise MQBrokerError(response.code, f"malformed LockBatchResponseBody: {e}") from None
 
 
 def unlock_batch_request(group: str, client_id: str, mqs: Iterable[MessageQueue]) -> RemotingCommand:

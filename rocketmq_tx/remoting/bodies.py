@@ -5,7 +5,9 @@ in both its forms, and the JSON bodies the name server writes (``KVTable``, ``To
 ``ClusterInfo``).
 
 Registration happens every 30 s per broker, not per message, so the compressed form is
-decoded with its construct declaration directly.
+decoded with its construct declaration directly. It is inflated incrementally and refused
+past :data:`MAX_INFLATED_REGISTER_BODY` bytes: a zlib stream inflates up to ~1000 times
+its size, so a single 16 MiB frame could otherwise ask for gigabytes.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.errors import RemotingCommandError
 from rocketmq_tx.remoting.formats import RegisterBrokerBodyCompressed
 
-__all__ = ["RegisterBrokerBody", "ClusterInfo", "TopicList", "kv_table", "topic_list"]
+__all__ = ["MAX_INFLATED_REGISTER_BODY", "RegisterBrokerBody", "ClusterInfo", "TopicList", "kv_table",
+           "topic_list"]
+
+#: The most a compressed REGISTER_BROKER body may inflate to (our limit: Java inflates
+#: whatever the stream holds). It is the largest frame, 16 MiB: the uncompressed (JSON)
+#: body of a registration must fit in one frame, and a topic's line in the compressed form
+#: is about a fifth of its JSON, so this admits several times the topics of the largest
+#: registration a broker could send uncompressed (~480,000 against ~100,000).
+MAX_INFLATED_REGISTER_BODY = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -56,7 +66,7 @@ class RegisterBrokerBody:
 
     @classmethod
     def _decode_compressed(cls, body: bytes) -> RegisterBrokerBody:
-        parsed = RegisterBrokerBodyCompressed.parse(zlib.decompress(body))
+        parsed = RegisterBrokerBodyCompressed.parse(_inflate(body, MAX_INFLATED_REGISTER_BODY))
         configs = [TopicConfig.decode_line(line) for line in parsed.topic_configs]
         filters = fastjson.loads(parsed.filter_server_list) or []
         return cls(DataVersion.from_json(fastjson.loads(parsed.data_version)),
@@ -79,6 +89,23 @@ class RegisterBrokerBody:
             rest=b"",
         ))
         return zlib.compress(raw, 9)
+
+
+def _inflate(body: bytes, limit: int) -> bytes:
+    """
+    *body*'s zlib stream inflated, at most *limit* bytes of it: inflating one byte past
+    the limit is enough to refuse, so memory and time stay bounded by *limit*.
+
+    :raises ValueError: the stream inflates past *limit*.
+    :raises zlib.error: the stream is damaged or truncated (as ``zlib.decompress``).
+    """
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(body, limit + 1)
+    if len(out) > limit:
+        raise ValueError(f"compressed body inflates past {limit} bytes")
+    if not inflater.eof:
+        raise zlib.error("Error -5 while decompressing data: incomplete or truncated stream")
+    return out
 
 
 def kv_table(table: dict[str, str]) -> bytes:

@@ -81,8 +81,10 @@ class FrameDecoder:
     costs linear, not quadratic, copying (Twisted's ``Int32StringReceiver`` does the
     latter and caps frames at 99,999 bytes).
 
-    After a :class:`RemoteProtocolError` the stream is unusable; every later call raises
-    again and the caller is expected to close the connection.
+    A chunk with good frames before a bad one returns the good commands; the error is
+    kept in :attr:`error` and raised by every later call, so the caller can act on what
+    arrived intact (answer it) before it closes the connection. A chunk whose first frame
+    is bad raises at once.
     """
 
     def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
@@ -96,12 +98,21 @@ class FrameDecoder:
         """Bytes held back while waiting for the rest of a frame."""
         return len(self._buffer)
 
+    @property
+    def error(self) -> RemoteProtocolError | None:
+        """Why the stream is unusable, or ``None`` while it is fine: check it after each feed."""
+        return self._error
+
     def feed(self, data: bytes) -> list[RemotingCommand]:
         """
         Add *data* and return every command it completes, in order.
 
-        :raises FrameTooLong: a frame declares more than ``max_frame_length``.
-        :raises RemoteProtocolError: a frame cannot be decoded.
+        When a bad frame follows good ones, the good ones are returned and the error waits
+        in :attr:`error`.
+
+        :raises FrameTooLong: the first frame of *data* (or a frame before it) declares more
+            than ``max_frame_length``.
+        :raises RemoteProtocolError: the first frame cannot be decoded, or the stream broke before.
         """
         if self._error is not None:
             raise self._error
@@ -132,7 +143,9 @@ class FrameDecoder:
         except RemoteProtocolError as e:
             self._error = e
             self._buffer.clear()
-            raise
+            if not commands:
+                raise
+            return commands
         if off < n:
             self._buffer += data[off:] if off else data
         return commands

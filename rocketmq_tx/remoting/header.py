@@ -79,7 +79,16 @@ def _generate(cls: type) -> None:
         from_lines += [f"    {local} = get({key!r})"]
         if required:
             from_lines += [f"    if {local} is None:", f"        raise _missing({key!r})"]
-        if kind is not str:
+        if kind is int:
+            # Java's Integer/Long fields: a value past a long is refused as Long.parseLong
+            # refuses it, so no count or offset from the wire is unbounded.
+            from_lines += [f"    if {local} is not None:", "        try:",
+                           f"            n = int({local})",
+                           "        except ValueError:", f"            raise _bad_value({key!r}, {local}) from None",
+                           f"        if not {-2 ** 63} <= n <= {2 ** 63 - 1}:",
+                           f"            raise _bad_value({key!r}, {local})",
+                           f"        {local} = n"]
+        elif kind is not str:
             from_lines += [f"    if {local} is not None:", "        try:",
                            f"            {local} = " + _FROM_TEXT[kind].format(v=local),
                            "        except ValueError:", f"            raise _bad_value({key!r}, {local}) from None"]

@@ -84,6 +84,8 @@ def _as_text(value: Any) -> str:
         return "true" if value else "false"
     if value is None:
         return ""
+    if isinstance(value, fastjson.ObjectKey):
+        value = dict(value)
     return fastjson.dumps(value).decode("utf-8") if isinstance(value, (dict, list)) else str(value)
 
 
@@ -93,6 +95,7 @@ def decode_json_header(data: bytes, body: bytes) -> RemotingCommand:
 
     :raises RemoteProtocolError: not JSON, not an object, or code/flag/opaque unusable.
     """
+    lenient = False
     try:
         header = _orjson_loads(data)
     except orjson.JSONDecodeError:
@@ -101,6 +104,7 @@ def decode_json_header(data: bytes, body: bytes) -> RemotingCommand:
             header = fastjson.loads(data)
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise RemoteProtocolError(f"undecodable JSON header: {e}") from None
+        lenient = True
     if type(header) is not dict:
         raise RemoteProtocolError("JSON header is not an object")
     get = header.get
@@ -114,9 +118,10 @@ def decode_json_header(data: bytes, body: bytes) -> RemotingCommand:
         ext_fields: dict[str, str] = {}
     elif type(ext) is dict:
         ext_fields = ext
-        # Java always sends strings; anything else (fastjson leniency) is normalised.
-        if not all(map(isinstance, ext.values(), _STR)):
-            ext_fields = {str(k): _as_text(v) for k, v in ext.items() if v is not None}
+        # Java always sends strings; anything else (fastjson leniency) is normalised. Only
+        # the lenient parser gives keys that are not strings (objects as keys): their JSON text.
+        if not all(map(isinstance, ext.values(), _STR)) or (lenient and not all(map(isinstance, ext, _STR))):
+            ext_fields = {_as_text(k): _as_text(v) for k, v in ext.items() if v is not None}
     else:
         raise RemoteProtocolError("JSON header extFields is not an object")
     remark = get("remark")
@@ -153,21 +158,27 @@ def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
         raise LocalProtocolError(
             f"code {cmd.code} / version {cmd.version} do not fit the ROCKETMQ header's int16; use JSON"
         )
-    remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+    remark, ext_fields = cmd.remark, cmd.ext_fields
+    if ext_fields.__class__ is not dict and not isinstance(ext_fields, dict):
+        raise TypeError("ext_fields must be a dict")  # as the C version
     parts: list[bytes] = []
     append = parts.append
-    for key, value in cmd.ext_fields.items():
-        kb = key.encode("utf-8")
-        vb = value.encode("utf-8")
-        klen = len(kb)
-        vlen = len(vb)
-        if klen > 0x7FFF:
-            raise LocalProtocolError(f"ext field key too long for ROCKETMQ header: {klen} bytes")
-        # Table lookups instead of struct.pack: this loop runs per entry of every frame.
-        append(_LEN16[klen] if klen < 256 else _I16.pack(klen))
-        append(kb)
-        append(_LEN32[vlen] if vlen < 4096 else _I32.pack(vlen))
-        append(vb)
+    try:
+        remark = remark.encode("utf-8") if remark else b""
+        for key, value in ext_fields.items():
+            kb = key.encode("utf-8")
+            vb = value.encode("utf-8")
+            klen = len(kb)
+            vlen = len(vb)
+            if klen > 0x7FFF:
+                raise LocalProtocolError(f"ext field key too long for ROCKETMQ header: {klen} bytes")
+            # Table lookups instead of struct.pack: this loop runs per entry of every frame.
+            append(_LEN16[klen] if klen < 256 else _I16.pack(klen))
+            append(kb)
+            append(_LEN32[vlen] if vlen < 4096 else _I32.pack(vlen))
+            append(vb)
+    except AttributeError:  # a remark, key or value without .encode: the C version's TypeError
+        raise TypeError("remark, ext_fields keys and values must be str") from None
     ext = b"".join(parts)
     return b"".join(
         (
@@ -185,6 +196,8 @@ def _decode_rocketmq_header(data: bytes, body: bytes) -> RemotingCommand:
 
     :raises RemoteProtocolError: the lengths inside the header do not add up.
     """
+    if data.__class__ is not bytes and not isinstance(data, bytes):
+        raise TypeError("decode_rocketmq_header(data: bytes, body)")  # as the C version
     n = len(data)
     if n < _FIXED_SIZE:
         raise RemoteProtocolError(f"ROCKETMQ header of {n} bytes is shorter than 21")

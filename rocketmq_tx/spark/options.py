@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.config import ConfigError
 from rocketmq_tx.tlsconfig import TlsSettings
 
@@ -138,6 +139,21 @@ def _tls(options: Mapping[str, str]) -> TlsSettings | None:
     return settings if settings["tls.enable"] else None
 
 
+def _credentials(options: Mapping[str, str]) -> SessionCredentials | None:
+    """ACL 1.0 credentials from ``accessKey``/``secretKey``/``securityToken`` (the values
+    never appear in messages or ``repr``)."""
+    access_key = options.get("accessKey")
+    secret_key = options.get("secretKey")
+    token = options.get("securityToken")
+    if access_key is None and secret_key is None:
+        if token is not None:
+            raise OptionError("securityToken needs accessKey and secretKey")
+        return None
+    if not (access_key or "").strip() or not (secret_key or "").strip():
+        raise OptionError("accessKey and secretKey go together, and neither may be empty")
+    return SessionCredentials(access_key.strip(), secret_key.strip(), token.strip() if token is not None else None)
+
+
 def _name_server(options: Mapping[str, str]) -> str:
     addr = (options.get("nameServer") or "").strip()
     if not addr:
@@ -152,10 +168,11 @@ def _name_server(options: Mapping[str, str]) -> str:
 _READ_KEYS = {k.lower(): k for k in (
     "nameServer", "topic", "subExpression", "startingOffsets", "startingTimestamp", "endingOffsets",
     "maxOffsetsPerTrigger", "minPartitions", "failOnDataLoss", "pullBatchSize", "pullTimeoutMs",
-    "consumerGroup",
+    "consumerGroup", "accessKey", "secretKey", "securityToken",
 )}
 
-_WRITE_KEYS = {k.lower(): k for k in ("nameServer", "topic", "producerGroup", "sendTimeoutMs")}
+_WRITE_KEYS = {k.lower(): k for k in ("nameServer", "topic", "producerGroup", "sendTimeoutMs", "accessKey", "secretKey",
+                                      "securityToken")}
 
 #: The group a reader names in its pull requests when no ``consumerGroup`` is given.
 DEFAULT_READ_GROUP = "rocketmq_tx_spark_reader"
@@ -179,6 +196,8 @@ class ReadOptions:
     pull_timeout_ms: int = 10_000
     consumer_group: str | None = None
     tls: TlsSettings | None = None
+    #: ACL 1.0 (``accessKey``, ``secretKey``, ``securityToken``); its repr hides the secrets
+    credentials: SessionCredentials | None = None
 
     @property
     def pull_group(self) -> str:
@@ -238,6 +257,7 @@ class ReadOptions:
             pull_timeout_ms=_int(options, "pullTimeoutMs", 10_000, 1) or 10_000,
             consumer_group=group,
             tls=_tls(options),
+            credentials=_credentials(options),
         )
 
 
@@ -250,6 +270,8 @@ class WriteOptions:
     producer_group: str = DEFAULT_PRODUCER_GROUP
     send_timeout_ms: int = 3000
     tls: TlsSettings | None = None
+    #: ACL 1.0 (``accessKey``, ``secretKey``, ``securityToken``); its repr hides the secrets
+    credentials: SessionCredentials | None = None
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> WriteOptions:
@@ -263,4 +285,5 @@ class WriteOptions:
             producer_group=(options.get("producerGroup") or DEFAULT_PRODUCER_GROUP).strip(),
             send_timeout_ms=_int(options, "sendTimeoutMs", 3000, 1) or 3000,
             tls=_tls(options),
+            credentials=_credentials(options),
         )

@@ -59,7 +59,7 @@ class DataLossError(RuntimeError):
 
 def pull_client(options: ReadOptions) -> BlockingPullClient:
     return BlockingPullClient(options.pull_group, options.name_server, timeout=options.pull_timeout_ms / 1000,
-                              tls=options.tls)
+                              tls=options.tls, credentials=options.credentials)
 
 
 class QueueOffsets:

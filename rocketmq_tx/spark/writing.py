@@ -54,7 +54,7 @@ def send_rows(options: WriteOptions, columns: Sequence[str], rows: Iterable[Any]
     wanted = [c for c in ("topic", "body", "keys", "tags", "properties") if c in columns]
     sent = 0
     with BlockingProducer(options.producer_group, options.name_server, send_timeout=options.send_timeout_ms / 1000,
-                          tls=options.tls) as producer:
+                          tls=options.tls, credentials=options.credentials) as producer:
         for row in rows:
             values = {c: row[c] for c in wanted}
             producer.send(row_to_message(options, values))

@@ -131,6 +131,9 @@ def _get_property(properties: bytes, name: bytes) -> Optional[str]:
     One property straight from a properties string (*name* ends with 0x01), without parsing
     the rest; the last occurrence wins and an empty value counts as absent, as in Java.
     """
+    if properties.__class__ is not bytes or name.__class__ is not bytes:
+        if not (isinstance(properties, bytes) and isinstance(name, bytes)):  # as the C version
+            raise TypeError("get_property(properties: bytes, name: bytes)")
     i = properties.rfind(name)
     while i != -1:
         if i == 0 or properties[i - 1] == 2:
@@ -262,8 +265,8 @@ def _validate_record(buf, offset: int, check_crc: bool,
         ``(0, None, ...)`` for the BLANK filler, ``(-1, None, ...)`` otherwise.
     """
     avail = len(buf) - offset
-    if avail < _HEAD.size:
-        if avail >= 8 and BLANK_HEAD.unpack_from(buf, offset)[1] == BLANK_MAGIC_CODE:
+    if avail < _HEAD.size or offset < 0:  # unpack_from would count a negative offset from the end
+        if offset >= 0 and avail >= 8 and BLANK_HEAD.unpack_from(buf, offset)[1] == BLANK_MAGIC_CODE:
             return _BLANK
         return _INVALID
     total, magic, crc, queue_id, _flag, _qoff, phys, sys_flag = _HEAD.unpack_from(buf, offset)
@@ -300,6 +303,8 @@ def _validate_record(buf, offset: int, check_crc: bool,
     if check_crc and zlib.crc32(buf[body_start:body_end]) & 0x7FFFFFFF != crc:
         return _INVALID
     raw = buf[body_end + width:topic_end]
+    if raw.__class__ is not bytes:  # a bytearray's slice is no dict key; the C version keys by bytes
+        raw = bytes(raw)
     topic = _topics.get(raw)
     if topic is None:
         topic = _topics[raw] = str(raw, "utf-8", "replace")

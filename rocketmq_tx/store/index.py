@@ -82,8 +82,21 @@ def _pow31(n: int) -> int:
     return pow(31, n, 1 << 32)
 
 
+def _plain_str(text: str) -> str:
+    """
+    *text* as an exact ``str``: a subclass's ``__hash__``/``__eq__`` must not reach
+    :func:`_prefix`'s cache (nor its ``__str__`` an f-string), as the C version reads only the
+    characters; ``TypeError``, as it raises, for anything else.
+    """
+    if not isinstance(text, str):
+        raise TypeError("topic_key_hash(topic: str, key: str)")
+    return str.__str__(text)
+
+
 def _topic_key_hash(topic: str, key: str) -> int:
     """``index_key_hash(topic + "#" + key)``, reusing the hash of the ``topic#`` prefix."""
+    if topic.__class__ is not str or key.__class__ is not str:
+        topic, key = _plain_str(topic), _plain_str(key)
     prefix_hash, ascii_topic = _prefix(topic)
     if ascii_topic and key.isascii():
         data = key.encode("ascii")
@@ -185,6 +198,12 @@ class IndexFile:
         items. :return: -1 when all are in, else the position of the first item that did not
         fit (the file is full).
         """
+        # the C version's TypeError, also for what index_items would skip (a falsy non-str)
+        if not isinstance(topic, str):
+            raise TypeError("index_put_keys: topic must be a str, the keys str or None")
+        for text in (uniq_key, keys, tags):
+            if text is not None and text.__class__ is not str and not isinstance(text, str):
+                raise TypeError("index_put_keys: topic must be a str, the keys str or None")
         items = index_items(uniq_key, keys, tags)
         for i in range(skip, len(items)):
             if not self.put_hash(topic_key_hash(topic, items[i]), phy_offset, store_timestamp):

@@ -26,6 +26,7 @@ from rocketmq_tx.common.message import MessageConst, MessageExt, properties_to_s
 from rocketmq_tx.common.messagecodec import decode_message, java_string_hash, pack_host
 from rocketmq_tx.common.native import body_crc, speedups
 from rocketmq_tx.common.sysflag import MessageSysFlag
+from rocketmq_tx.common.validators import is_store_name_safe
 from rocketmq_tx.store.checkpoint import StoreCheckpoint
 from rocketmq_tx.store.commitlog import (
     RMQ_SYS_SCHEDULE_TOPIC,
@@ -424,7 +425,12 @@ class DefaultMessageStore:
         if need:
             req = self.commit_log.dispatch_request(info, self.delay_levels)
             if req is not None:
-                self._dispatch(req)
+                try:
+                    self._dispatch(req)
+                except MessageFormatError as e:
+                    # A record under a name no put accepts (a store written by another
+                    # program): it stays in the CommitLog, readable by offset, in no queue.
+                    log.warning("recovery: record at %d not dispatched: %s", phys, e)
 
     def _recover_topic_queue_table(self) -> None:
         table = {}
@@ -444,10 +450,18 @@ class DefaultMessageStore:
     # ------------------------------------------------------------------ dispatch
 
     def find_consume_queue(self, topic: str, queue_id: int, create: bool = True) -> Optional[ConsumeQueue]:
+        """
+        The queue, created (with its directory) when *create*.
+
+        :raises MessageFormatError: creating it under a name that is no legal topic name
+            (only ``^[%|a-zA-Z0-9_-]+$``: nothing it names can leave the store's directory).
+        """
         queues = self.consume_queue_table.get(topic)
         if queues is None:
             if not create:
                 return None
+            if not is_store_name_safe(topic):
+                raise MessageFormatError(f"illegal topic name {topic[:200]!r}: no ConsumeQueue is created for it")
             queues = self.consume_queue_table.setdefault(topic, {})
         cq = queues.get(queue_id)
         if cq is None and create:

@@ -18,7 +18,7 @@ from pathlib import Path
 from twisted.trial.unittest import SynchronousTestCase
 
 PACKAGE = Path(__file__).resolve().parent.parent
-TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark")
+TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark", "acl")
 #: package -> module prefixes it must not import
 FORBIDDEN = {
     **{pkg: ("twisted", "rocketmq_tx.net") for pkg in TWISTED_FREE},
@@ -27,6 +27,9 @@ FORBIDDEN = {
     "store": ("twisted", "rocketmq_tx.net", "rocketmq_tx.remoting", "rocketmq_tx.broker", "rocketmq_tx.namesrv",
               "rocketmq_tx.client"),
     "spark": ("twisted", "rocketmq_tx.net", "rocketmq_tx.broker", "rocketmq_tx.namesrv", "rocketmq_tx.client"),
+    # ACL 1.0 serves the broker and every client, so it sits on the codec alone.
+    "acl": ("twisted", "rocketmq_tx.net", "rocketmq_tx.broker", "rocketmq_tx.namesrv", "rocketmq_tx.client",
+            "rocketmq_tx.blocking", "rocketmq_tx.spark", "rocketmq_tx.store"),
     # The servers and the client share only the lower layers.
     "namesrv": ("rocketmq_tx.broker", "rocketmq_tx.client"),
     "broker": ("rocketmq_tx.namesrv", "rocketmq_tx.client"),

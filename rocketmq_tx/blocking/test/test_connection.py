@@ -152,6 +152,26 @@ class BlockingConnectionTests(SynchronousTestCase):
         e = self.assertRaises(RemotingConnectError, conn.invoke, RemotingCommand.request(1), 3)
         self.assertIn("protocol error", str(e))
 
+    def test_response_then_garbage(self) -> None:
+        """A response followed by garbage in one read is returned; the broken stream is closed."""
+        def answer_then_junk(sock: socket.socket, cmd: RemotingCommand) -> None:
+            sock.sendall(encode_command(cmd.make_response(remark="ok")) + b"\x7f\xff\xff\xffjunk")
+
+        conn, server = self.connection(answer_then_junk)
+        self.assertEqual(conn.invoke(RemotingCommand.request(1), 3).remark, "ok")
+        self.assertFalse(conn.is_open)
+
+    def test_other_frames_then_garbage(self) -> None:
+        """Without our response before the garbage, the error comes at once, not after the timeout."""
+        def late_then_junk(sock: socket.socket, cmd: RemotingCommand) -> None:
+            late = RemotingCommand(code=0, opaque=cmd.opaque + 1000, flag=1)
+            sock.sendall(encode_command(late) + b"\x7f\xff\xff\xffjunk")
+
+        conn, server = self.connection(late_then_junk)
+        e = self.assertRaises(RemotingConnectError, conn.invoke, RemotingCommand.request(1), 30)
+        self.assertIn("protocol error", str(e))
+        self.assertFalse(conn.is_open)
+
     def test_connect_refused(self) -> None:
         """Nothing listening: RemotingConnectError."""
         probe = socket.socket()

@@ -3,13 +3,15 @@ The broker's request processors and its one processor table.
 
 :func:`processor_table` is the single place that says which processor answers which code
 (Java's ``BrokerController.registerProcessor``); the admin processor is the default and
-answers REQUEST_CODE_NOT_SUPPORTED for the codes it has no handler for (transactions and
-ACL among them, see docs/compatibility.md).
+answers REQUEST_CODE_NOT_SUPPORTED for the codes it has no handler for (transactions among
+them, see docs/compatibility.md). With ``aclEnable`` every request is checked first
+(:class:`~rocketmq_tx.broker.processors.acl.AclServerHook`, docs/security.md).
 """
 
 from __future__ import annotations
 
 from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.processors.acl import ACL_CONFIG_CODES, AclConfigProcessor, AclServerHook
 from rocketmq_tx.broker.processors.admin import AdminBrokerProcessor
 from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
@@ -34,6 +36,11 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
     consumer = ConsumerManageProcessor(controller)
     table = ProcessorTable()
     table.default = AdminBrokerProcessor(controller)
+    if controller.acl is not None:
+        table.before_request = AclServerHook(controller.acl)
+    acl_config = AclConfigProcessor(controller)
+    for code in ACL_CONFIG_CODES:
+        table.register(code, acl_config)
     for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
                  RequestCode.CONSUMER_SEND_MSG_BACK):
         table.register(code, send)

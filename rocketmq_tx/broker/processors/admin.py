@@ -33,9 +33,10 @@ from rocketmq_tx.broker.topicconfig import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC, 
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.msgid import decode_offset_msg_id
-from rocketmq_tx.common.route import DataVersion, TopicConfig
+from rocketmq_tx.common.route import DataVersion, PermName, TopicConfig
+from rocketmq_tx.common.validators import validate_group
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
-from rocketmq_tx.config import ConfigError, read_properties_text
+from rocketmq_tx.config import PATH_KEYS, ConfigError, control_character_error, read_properties_text
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
 from rocketmq_tx.remoting import LanguageCode, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.adminbodies import (
@@ -101,9 +102,10 @@ Handler = Callable[[IRemotingContext, RemotingCommand], Any]
 
 log = Logger()
 
-#: Keys UPDATE_BROKER_CONFIG never changes, whatever ``configBlackList`` says (Java's
-#: ``initConfigBlackList``).
-_ALWAYS_BLACK = frozenset({"brokerConfigPath", "rocketmqHome", "configBlackList"})
+#: Keys UPDATE_BROKER_CONFIG never changes, whatever ``configBlackList`` says: Java's
+#: ``initConfigBlackList``, every path key, and the store's file sizes (files of another
+#: size stop the next start).
+_ALWAYS_BLACK = PATH_KEYS | {"configBlackList", "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue"}
 #: Java's ``Long.MAX_VALUE``: QUERY_CORRECTION_OFFSET's "no correction" value.
 _LONG_MAX = 2 ** 63 - 1
 _LMQ_PREFIX = "%LMQ%"
@@ -271,6 +273,23 @@ class AdminBrokerProcessor:
                                          f"The topic[{topic}] is conflict with system topic.")
         return None
 
+    def _queue_nums_error(self, request: RemotingCommand, *counts: int) -> RemotingCommand | None:
+        """
+        Queue counts within 1..``topicQueueNumsMax``. Java takes any int, and a topic of 2^31
+        queues would make every per-queue answer (stats, offsets, routes) loop for minutes.
+        """
+        limit = self.settings["topicQueueNumsMax"]
+        for count in counts:
+            if not 1 <= count <= limit:
+                return request.make_response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"queue nums {count} is illegal, allowing 1..{limit} (topicQueueNumsMax)")
+        return None
+
+    def _group_error(self, request: RemotingCommand, group: str | None) -> RemotingCommand | None:
+        bad = validate_group(group)
+        return None if bad is None else request.make_response(ResponseCode.SYSTEM_ERROR, bad)
+
     def _subscription_skipped(self, group: str, topic: str) -> bool:
         """Java: an online group that does not subscribe *topic* is left out of its stats."""
         cm = self.controller.consumer_manager
@@ -365,6 +384,14 @@ class AdminBrokerProcessor:
         error = self._topic_error(request, topic)
         if error is not None:
             return error
+        error = self._queue_nums_error(request, header.read_queue_nums, header.write_queue_nums)
+        if error is not None:
+            return error
+        if not 0 <= header.perm < PermName.PERM_PRIORITY:
+            # Java checks this in the admin client (Validators.checkTopicConfig); the broker is
+            # the last place that sees every caller.
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         f"topicPermission value: {header.perm} is invalid.")
         # Java 4.9.8 ignores the header's order flag: a topic becomes ordered through the
         # name server's ORDER_TOPIC_CONFIG namespace (mqadmin updateTopic -o writes it there).
         tc = TopicConfig(topic, header.read_queue_nums, header.write_queue_nums, header.perm,
@@ -479,10 +506,18 @@ class AdminBrokerProcessor:
         black.update(k for k in str(self.settings["configBlackList"]).split(";") if k)
         if any(k in black for k in properties):
             return request.make_response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        bad = control_character_error(properties)
+        if bad is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, bad)
         log.info("updateBrokerConfig, new config: [{props}] client: {peer}", props=properties, peer=ctx.peer)
         store_keys = {k: v for k, v in properties.items() if _store_field(k) is not None}
         known = {k: v for k, v in properties.items() if k in self.settings or k in store_keys}
         try:
+            # Tried on a copy first: a value the next start would refuse is refused now, so
+            # nothing persisted here can keep the broker from restarting.
+            trial = self.settings.copy()
+            trial.update_from_properties(known)
+            trial.validate()
             self.settings.update_from_properties(known)
         except ConfigError as e:
             # Java sets what parses and logs the rest; refusing the whole update is safer.
@@ -518,15 +553,9 @@ class AdminBrokerProcessor:
                 setattr(c.store_config, name, getattr(fresh, name))
 
     def _persist_config(self) -> None:
-        path = broker_config_path(self.controller)
-        try:
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(self.config_text())
-            os.replace(tmp, path)
-        except OSError as e:
-            log.error("persist string2File error, {path}: {error}", path=path, error=e)
+        # Written in a thread (Java's string2File protocol: .tmp, .bak, fsync); the last text
+        # wins when updates come quickly, and a clean stop flushes it.
+        self.controller.persister.write_text(broker_config_path(self.controller), self.config_text())
 
     def get_broker_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         version = fastjson.dumps(self._config_version().to_json()).decode("utf-8")
@@ -559,6 +588,12 @@ class AdminBrokerProcessor:
             data = fastjson.loads(request.body)
             if data is not None:
                 config = SubscriptionGroupConfig.from_json(data)
+                error = self._group_error(request, config.group_name)
+                if error is None and config.retry_queue_nums > 0:
+                    # 0 (or less) is Java's "no retry": send-back answers SUCCESS and drops it.
+                    error = self._queue_nums_error(request, config.retry_queue_nums)
+                if error is not None:
+                    return error
                 self.controller.subscription_group_manager.update_subscription_group_config(config)
         return request.make_response()
 
@@ -724,6 +759,9 @@ class AdminBrokerProcessor:
 
     def clone_group_offset(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = CloneGroupOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        error = self._group_error(request, header.dest_group)
+        if error is not None:
+            return error
         c = self.controller
         if header.topic is None or not header.topic.strip():
             topics = c.consumer_offset_manager.which_topic_by_consumer(header.src_group)

@@ -10,6 +10,7 @@ from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.topicconfig import retry_topic
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.route import PermName
+from rocketmq_tx.common.validators import is_store_name_safe, validate_group, validate_topic
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.codes import LanguageCode
@@ -19,6 +20,27 @@ from rocketmq_tx.remoting.headers.client import UnregisterClientRequestHeader
 __all__ = ["ClientManageProcessor"]
 
 _RW = PermName.PERM_READ | PermName.PERM_WRITE
+
+
+def _heartbeat_name_error(data: HeartbeatData) -> str | None:
+    """
+    The first group or subscribed topic a Java client would refuse to send (Java's broker
+    takes any name here), else ``None``. A consumer group becomes ``%RETRY%<group>``, a
+    directory of the store, so nothing of such a heartbeat is registered.
+    """
+    for consumer in data.consumers:
+        bad = validate_group(consumer.group_name)
+        if bad is not None:
+            return bad
+        for subscription in consumer.subscriptions:
+            # Characters only: a 5.x client's %RETRY%<group> may be longer than a topic.
+            if not is_store_name_safe(subscription.topic):
+                return validate_topic(subscription.topic)
+    for group in data.producer_groups:
+        bad = validate_group(group)
+        if bad is not None:
+            return bad
+    return None
 
 
 @implementer(IRequestProcessor)
@@ -49,6 +71,9 @@ class ClientManageProcessor:
             data = HeartbeatData.from_json(fastjson.loads(request.body))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {e}")
+        bad = _heartbeat_name_error(data)
+        if bad is not None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, bad)
         client = self._client(ctx, data.client_id, request)
         for consumer in data.consumers:
             sgc = c.subscription_group_manager.find_subscription_group_config(consumer.group_name)

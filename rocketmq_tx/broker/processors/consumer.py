@@ -10,6 +10,7 @@ from zope.interface import implementer
 
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.validators import is_store_name_safe, validate_group
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers.client import (
@@ -47,6 +48,13 @@ class ConsumerManageProcessor:
 
     def update_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        # 5.x's checks (4.9 stores any pair): the offset table only grows with real topics
+        # and with groups a Java client could have.
+        if validate_group(header.consumer_group) is not None:
+            return request.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                         f"Group {header.consumer_group} not exist!")
+        if self.controller.topic_config_manager.select_topic_config(header.topic) is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {header.topic} not exist!")
         self.controller.consumer_offset_manager.commit_offset(header.consumer_group, header.topic, header.queue_id,
                                                               header.commit_offset)
         return request.make_response(ResponseCode.SUCCESS)
@@ -54,6 +62,10 @@ class ConsumerManageProcessor:
     def query_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
         header = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
         c = self.controller
+        if not is_store_name_safe(header.topic) or validate_group(header.consumer_group) is not None:
+            # No offset can exist under such names; answer as for a group that has none.
+            return request.make_response(ResponseCode.QUERY_NOT_FOUND,
+                                         "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
         offset = c.consumer_offset_manager.query_offset(header.consumer_group, header.topic, header.queue_id)
         if offset >= 0:
             return request.make_response(ext_fields=QueryConsumerOffsetResponseHeader(offset).to_ext_fields())

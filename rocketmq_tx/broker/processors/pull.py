@@ -12,7 +12,7 @@ from typing import Any
 from zope.interface import implementer
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.longpolling import PullRequest
+from rocketmq_tx.broker.longpolling import OVERLOAD_REMARK, PullRequest
 from rocketmq_tx.broker.remarks import suggest_todo
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
@@ -151,6 +151,8 @@ class PullMessageProcessor:
             c.stats.get(header.consumer_group, header.topic, result.message_count, result.buffer_total_size)
             return request.make_response(code, status.name, response_header.to_ext_fields(), result.body())
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
+            if not c.pull_request_hold_service.can_hold(ctx):
+                return request.make_response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
             timeout = header.suspend_timeout_millis if s["longPollingEnable"] else s["shortPollingTimeMills"]
             pr = PullRequest(request, ctx, header.topic, header.queue_id, header.queue_offset, timeout,
                              message_filter)

@@ -189,7 +189,8 @@ class SendMessageProcessor:
             if (header.reconsume_times or 0) >= max_times:
                 msg.topic = dlq_topic(group)
                 msg.queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
-                self.topics.create_topic_in_send_message_back_method(msg.topic, DLQ_NUMS_PER_GROUP, _RW)
+                if self.topics.create_topic_in_send_message_back_method(msg.topic, DLQ_NUMS_PER_GROUP, _RW) is None:
+                    return self._response(request, ResponseCode.SYSTEM_ERROR, f"topic[{msg.topic}] not exist")
                 # Java's msg.setDelayTimeLevel(0) here is undone when the request's properties
                 # are copied onto the message afterwards: a DELAY the sender set (an orderly
                 # consumer's 3 + reconsumeTimes) stays, so the message reaches the DLQ through
@@ -214,9 +215,11 @@ class SendMessageProcessor:
         if error is not None:
             return error
         props[MessageConst.PROPERTY_CLUSTER] = self.settings["brokerClusterName"]
-        if props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+        if (header.sys_flag & MessageSysFlag.TRANSACTION_MASK
+                or props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true"):
             # Transactions are not implemented yet: refuse the half message as a broker with
-            # rejectTransactionMessage does, so the producer gets a clear error.
+            # rejectTransactionMessage does, so the producer gets a clear error. The sysFlag
+            # bits alone would store a prepared or rolled-back record no consumer ever sees.
             return self._response(request, ResponseCode.NO_PERMISSION,
                                   f"the broker[{self.settings['brokerIP1']}] sending transaction message is forbidden")
         wait = props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
@@ -283,6 +286,8 @@ class SendMessageProcessor:
         queue_id = self.random.randrange(99999999) % sgc.retry_queue_nums
         tc = self.topics.create_topic_in_send_message_back_method(new_topic, sgc.retry_queue_nums, _RW,
                                                                   0x2 if header.unit_mode else 0)
+        if tc is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
         if not PermName.is_writeable(tc.perm):
             return request.make_response(ResponseCode.NO_PERMISSION,
                                          f"the topic[{new_topic}] sending message is forbidden")
@@ -300,7 +305,8 @@ class SendMessageProcessor:
         if ext.reconsume_times >= max_times or delay_level < 0:
             new_topic = dlq_topic(header.group)
             queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
-            self.topics.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, _RW)
+            if self.topics.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, _RW) is None:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, f"topic[{new_topic}] not exist")
             # Java 4.9.8: msgExt.setDelayTimeLevel(0), so the DLQ record carries DELAY=0.
             props[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = "0"
         else:

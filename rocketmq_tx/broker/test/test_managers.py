@@ -37,10 +37,13 @@ class TopicConfigManagerTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.path = os.path.join(self.mktemp(), "config", "topics.json")
         self.created: list[TopicConfig] = []
+        #: the data version at each "dirty" mark (the broker's persister writes then)
+        self.dirty: list[int] = []
 
     def manager(self, **values) -> TopicConfigManager:  # type: ignore[no-untyped-def]
         m = TopicConfigManager(self.path, settings(**values), on_created=self.created.append)
         self.assertTrue(m.load())
+        m.on_dirty = lambda: self.dirty.append(m.data_version.counter)
         return m
 
     def test_system_topics_as_java_creates_them(self) -> None:
@@ -95,6 +98,10 @@ class TopicConfigManagerTests(SynchronousTestCase):
         self.assertEqual(m.create_topic_in_send_message_method("Wide", "TBW102", 100).write_queue_nums, 8)
         # a negative request is clamped to 0 as Java does
         self.assertEqual(m.create_topic_in_send_message_method("Neg", "TBW102", -1).write_queue_nums, 0)
+        # each creation marks the file dirty; nothing is written on the request path
+        self.assertEqual(self.dirty, [1, 2, 3])
+        self.assertFalse(os.path.exists(self.path))
+        self.assertTrue(m.persist())
         saved = json.load(open(self.path))
         self.assertEqual(saved["topicConfigTable"]["NewTopic"]["perm"], RW)
 
@@ -136,6 +143,7 @@ class TopicConfigManagerTests(SynchronousTestCase):
         m.create_topic_in_send_message_method("T1", "TBW102", 4)
         m.update_topic_config(TopicConfig("T2", 2, 3, PermName.PERM_READ, order=True))
         version = m.data_version.to_json()
+        self.assertTrue(m.persist())
         raw = json.load(open(self.path))
         self.assertEqual(set(raw), {"dataVersion", "topicConfigTable"})
         self.assertEqual(raw["topicConfigTable"]["T2"]["readQueueNums"], 2)
@@ -171,6 +179,7 @@ class TopicConfigManagerTests(SynchronousTestCase):
         self.assertFalse(m.delete_topic_config("T"))
         counts.append(m.data_version.counter)
         self.assertEqual(counts, [0, 1, 2, 3, 3, 4, 4])
+        self.assertEqual(self.dirty, [1, 2, 3, 4])  # each change marks the file dirty once
 
     def test_validate_topic_remarks(self) -> None:
         """Java TopicValidator.validateTopic's remarks."""
@@ -200,6 +209,8 @@ class SubscriptionGroupManagerTests(SynchronousTestCase):
     def test_auto_create(self) -> None:
         """A new group gets Java's defaults, a version bump and a write to disk."""
         m = SubscriptionGroupManager(self.path, auto_create=True)
+        dirty: list[int] = []
+        m.on_dirty = lambda: dirty.append(m.data_version.counter)
         before = m.data_version.counter
         cfg = m.find_subscription_group_config("g1")
         self.assertEqual((cfg.group_name, cfg.consume_enable, cfg.retry_queue_nums, cfg.retry_max_times,
@@ -207,6 +218,9 @@ class SubscriptionGroupManagerTests(SynchronousTestCase):
                          ("g1", True, 1, 16, 0, 1))
         self.assertIs(m.find_subscription_group_config("g1"), cfg)
         self.assertEqual(m.data_version.counter, before + 1)
+        self.assertEqual(dirty, [before + 1])
+        self.assertFalse(os.path.exists(self.path))  # written later, off the request path
+        self.assertTrue(m.persist())
         self.assertIn("g1", json.load(open(self.path))["subscriptionGroupTable"])
 
     def test_auto_create_off(self) -> None:

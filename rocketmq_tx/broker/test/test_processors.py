@@ -426,6 +426,7 @@ class ConsumerOffsetTests(BrokerTestCase):
                          QueryConsumerOffsetRequestHeader("g", topic, queue_id).to_ext_fields())
 
     def test_update_and_query(self) -> None:
+        self.send()  # creates TopicTest
         ext = UpdateConsumerOffsetRequestHeader("g", "TopicTest", 1, 42).to_ext_fields()
         self.assertEqual(self.call(RequestCode.UPDATE_CONSUMER_OFFSET, ext).code, ResponseCode.SUCCESS)
         self.assertEqual(self.controller.consumer_offset_manager.query_offset("g", "TopicTest", 1), 42)

@@ -298,3 +298,56 @@ class ShortPollingTests(PullTestCase):
         self.assertNoResult(d)
         self.reactor.advance(0.001)
         self.assertEqual(self.successResultOf(d).code, ResponseCode.PULL_NOT_FOUND)
+
+
+class HeldPullBoundsTests(PullTestCase):
+    """Parked pulls are bounded per connection and in all, and many woken at once go out in slices."""
+
+    keys = {"maxHeldPullsPerConnection": 5, "maxHeldPulls": 8}
+
+    def test_per_connection_bound(self) -> None:
+        hostile, other = Ctx("10.0.0.1:1"), Ctx("10.0.0.2:2")
+        parked = [self.pull_later(0, ctx=hostile) for _ in range(5)]
+        for d in parked:
+            self.assertNoResult(d)
+        refused = self.dispatch(RequestCode.PULL_MESSAGE, self.pull_request(0, suspend=True), ctx=hostile)
+        self.assertEqual((refused.code, refused.remark),
+                         (ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while"))
+        self.assertNoResult(self.pull_later(0, ctx=other))  # another connection still parks
+        self.assertEqual(self.controller.pull_request_hold_service.held(), 6)
+
+    def test_total_bound(self) -> None:
+        for i in range(8):
+            self.assertNoResult(self.pull_later(0, ctx=Ctx(f"10.0.0.{i}:1")))
+        refused = self.dispatch(RequestCode.PULL_MESSAGE, self.pull_request(0, suspend=True), ctx=Ctx("10.0.1.1:1"))
+        self.assertEqual(refused.code, ResponseCode.SYSTEM_BUSY)
+        self.put()  # answers the eight; there is room again
+        self.reactor.advance(0)
+        self.assertNoResult(self.pull_later(1, ctx=Ctx("10.0.1.1:1")))
+
+    def test_closed_connection_frees_its_room(self) -> None:
+        hostile = Ctx("10.0.0.1:1")
+        for _ in range(5):
+            self.pull_later(0, ctx=hostile)
+        self.controller.channel_closed(hostile)
+        self.assertEqual(self.controller.pull_request_hold_service.held(), 0)
+        self.assertNoResult(self.pull_later(0, ctx=hostile))
+
+    def test_wakes_in_slices(self) -> None:
+        hold = self.controller.pull_request_hold_service
+        hold.wake_slice = 3
+        parked = [self.pull_later(0, ctx=Ctx(f"10.0.0.{i}:1")) for i in range(8)]
+        self.put()
+        # Work queued behind the arrival (another client's request, say) runs between slices.
+        seen: list[int] = []
+
+        def other_work(rounds: int) -> None:
+            seen.append(sum(1 for d in parked if d.called))
+            if rounds > 1:
+                self.reactor.callLater(0, other_work, rounds - 1)
+        self.reactor.callLater(0, other_work, 3)
+        self.reactor.advance(0)
+        self.assertEqual(seen, [3, 6, 8])
+        for d in parked:
+            self.assertEqual(self.successResultOf(d).code, ResponseCode.SUCCESS)
+        self.assertEqual(hold.held(), 0)

@@ -12,6 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI, namesrv_addresses
 from rocketmq_tx.broker.service import BrokerService
 from rocketmq_tx.broker.test.util import FakeReactor, broker_settings, heartbeat
+from rocketmq_tx.common.route import TopicConfig
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.processors import processor_table as namesrv_table
@@ -24,19 +25,27 @@ NAMESRVS = "127.0.0.1:9876;127.0.0.2:9876"
 
 
 class FakeOuterAPI:
-    """Records what the broker tells the name servers."""
+    """Records what the broker tells the name servers (one record per name server); every
+    name server answers SUCCESS over a connection that stays up."""
 
     def __init__(self) -> None:
         self.registrations: list[dict] = []
         self.unregistrations: list[tuple] = []
+        self.connections: dict[str, object] = {}
 
-    def register_broker_all(self, namesrvs, cluster, broker_addr, broker_name,  # type: ignore[no-untyped-def]
-                            broker_id, ha_addr, data_version, topics, compressed=False):
-        self.registrations.append({
-            "namesrvs": list(namesrvs), "cluster": cluster, "addr": broker_addr, "name": broker_name,
-            "id": broker_id, "ha": ha_addr, "version": dict(data_version.to_json()), "topics": dict(topics),
-            "compressed": compressed})
-        return succeed({})
+    def connection(self, addr: str):  # type: ignore[no-untyped-def]
+        return succeed(self.connections.setdefault(addr, object()))
+
+    def register_broker(self, namesrvs, cluster, broker_addr, broker_name,  # type: ignore[no-untyped-def]
+                        broker_id, ha_addr, data_version, topics, compressed=False):
+        answers = {}
+        for addr in namesrvs:
+            self.registrations.append({
+                "namesrv": addr, "cluster": cluster, "addr": broker_addr, "name": broker_name,
+                "id": broker_id, "ha": ha_addr, "version": dict(data_version.to_json()), "topics": dict(topics),
+                "compressed": compressed})
+            answers[addr] = succeed(RemotingCommand.request(RequestCode.REGISTER_BROKER, {}).make_response())
+        return answers
 
     def unregister_broker_all(self, namesrvs, cluster, broker_addr,  # type: ignore[no-untyped-def]
                               broker_name, broker_id):
@@ -119,41 +128,57 @@ class NoFastPortTests(ServiceTestCase):
 class RegistrationTests(ServiceTestCase):
     def test_registers_at_start_and_every_period(self) -> None:
         self.start()
-        self.assertEqual(len(self.api.registrations), 1)
+        self.reactor.advance(0)
+        self.assertEqual([r["namesrv"] for r in self.api.registrations], ["127.0.0.1:9876", "127.0.0.2:9876"])
         reg = self.api.registrations[0]
-        self.assertEqual((reg["namesrvs"], reg["cluster"], reg["addr"], reg["name"], reg["id"], reg["ha"]),
-                         (["127.0.0.1:9876", "127.0.0.2:9876"], "DefaultCluster", "127.0.0.1:10911", "broker-a", 0,
-                          "127.0.0.1:10912"))
+        self.assertEqual((reg["cluster"], reg["addr"], reg["name"], reg["id"], reg["ha"]),
+                         ("DefaultCluster", "127.0.0.1:10911", "broker-a", 0, "127.0.0.1:10912"))
         self.assertEqual(reg["version"], self.controller.topic_config_manager.data_version.to_json())
+        self.assertEqual(set(reg["topics"]), set(self.controller.topic_config_manager.topic_config_table))
         self.assertIn("TBW102", reg["topics"])
         self.assertIn("SCHEDULE_TOPIC_XXXX", reg["topics"])
         self.assertFalse(reg["compressed"])
         self.reactor.advance(29.9)
-        self.assertEqual(len(self.api.registrations), 1)
-        self.reactor.advance(0.1)
         self.assertEqual(len(self.api.registrations), 2)
+        self.reactor.advance(0.1)
+        self.assertEqual(len(self.api.registrations), 4)
         self.reactor.advance(30)
-        self.assertEqual(len(self.api.registrations), 3)
+        self.assertEqual(len(self.api.registrations), 6)
 
     def test_topic_creation_registers_promptly(self) -> None:
-        """A topic created by a send is announced on the next reactor turn, bursts coalesced."""
+        """Topics created by sends are announced on the next reactor turn, alone (Java's
+        increment: only the new topics, the current DataVersion), a burst in one request."""
         self.start()
+        self.reactor.advance(0)
         tcm = self.controller.topic_config_manager
         tcm.create_topic_in_send_message_method("NewTopic", "TBW102", 4)
         tcm.create_topic_in_send_message_back_method("%RETRY%g", 1, 6)
-        self.assertEqual(len(self.api.registrations), 1)
-        self.reactor.advance(0)
         self.assertEqual(len(self.api.registrations), 2)
-        reg = self.api.registrations[1]
-        self.assertIn("NewTopic", reg["topics"])
-        self.assertIn("%RETRY%g", reg["topics"])
-        self.assertEqual(reg["version"]["counter"], 2)
         self.reactor.advance(0)
-        self.assertEqual(len(self.api.registrations), 2)
+        self.assertEqual(len(self.api.registrations), 4)
+        for reg in self.api.registrations[2:]:
+            self.assertEqual(set(reg["topics"]), {"NewTopic", "%RETRY%g"})
+            self.assertEqual(reg["version"], tcm.data_version.to_json())
+            self.assertEqual(reg["version"]["counter"], 2)
+        self.reactor.advance(0)
+        self.assertEqual(len(self.api.registrations), 4)
+
+    def test_permission_change_registers_everything(self) -> None:
+        """UPDATE_BROKER_CONFIG's brokerPermission calls on_topic_created(None): the whole table."""
+        self.start()
+        self.reactor.advance(0)
+        self.settings["brokerPermission"] = 4
+        self.controller.on_topic_created(None)
+        self.reactor.advance(0)
+        self.assertEqual(len(self.api.registrations), 4)
+        topics = self.api.registrations[-1]["topics"]
+        self.assertEqual(set(topics), set(self.controller.topic_config_manager.topic_config_table))
+        self.assertEqual(topics["TBW102"].perm, 4)
 
     def test_broker_permission_masks_topics(self) -> None:
         self.settings["brokerPermission"] = 4
         self.start()
+        self.reactor.advance(0)
         topics = self.api.registrations[0]["topics"]
         self.assertEqual(topics["TBW102"].perm, 4)  # 7 & brokerPermission
         self.assertEqual(self.controller.topic_config_manager.select_topic_config("TBW102").perm, 7)
@@ -190,6 +215,8 @@ class RealNameServerTests(ServiceTestCase):
         server = RemotingProtocol(self.reactor, namesrv_table(self.namesrvs[addr]))
         proto = self.service.namesrv_client._new_protocol()
         self.pumps.append(connect(proto, server))
+        self.pump_to = getattr(self, "pump_to", {})
+        self.pump_to[addr] = self.pumps[-1]
         return succeed(proto)
 
     def flush(self) -> None:
@@ -241,6 +268,47 @@ class RealNameServerTests(ServiceTestCase):
         results = self.successResultOf(d)
         self.assertEqual(results["127.0.0.1:9876"].code, ResponseCode.SUCCESS)
         self.assertIsNone(results[down])
+
+    def create(self, name: str) -> None:
+        """As UPDATE_AND_CREATE_TOPIC does."""
+        tc = TopicConfig(name, 2, 2)
+        self.controller.topic_config_manager.update_topic_config(tc)
+        self.controller.on_topic_created(tc)
+
+    def routes(self, addr: str) -> set[str]:
+        table = self.namesrvs[addr].route_info_manager.topic_queue_table
+        return {topic for topic, queues in table.items() if "broker-a" in queues}
+
+    def test_increments_add_to_what_name_servers_know(self) -> None:
+        self.start()
+        self.flush()
+        for i in range(5):
+            self.create(f"Inc{i}")
+        self.reactor.advance(0)
+        self.flush()
+        everything = set(self.controller.topic_config_manager.topic_config_table)
+        for addr in self.namesrvs:
+            self.assertEqual(self.routes(addr), everything)
+
+    def test_restarted_name_server_gets_everything(self) -> None:
+        """A name server that restarted (so a new connection) gets the whole table with the
+        next registration, not the new topic alone: its next full registration, same
+        DataVersion, would not add the others."""
+        addr = "127.0.0.1:9876"
+        self.start()
+        self.flush()
+        self.create("Before")
+        self.reactor.advance(0)
+        self.flush()
+        self.namesrvs[addr] = NamesrvController(NamesrvSettings({"kvConfigPath": f"{self.mktemp()}/kv.json"}),
+                                                now=lambda: 1_700_000_000_000)
+        self.pump_to[addr].client_transport.loseConnection()
+        self.flush()
+        self.create("After")
+        self.reactor.advance(0)
+        self.flush()
+        self.assertEqual(self.routes(addr), set(self.controller.topic_config_manager.topic_config_table))
+        self.assertIn("Before", self.routes(addr))
 
     def test_compressed_registration(self) -> None:
         self.settings["compressedRegister"] = True
@@ -345,6 +413,24 @@ class PeriodicWorkTests(ServiceTestCase):
         self.assertEqual(len(seen), 2)
         self.assertEqual(seen[1].ext_fields, {"consumerGroup": "g"})
         self.assertTrue(seen[1].is_oneway)
+
+
+class MetadataFileTests(ServiceTestCase):
+    def test_created_topic_on_disk_next_turn(self) -> None:
+        self.start()
+        path = os.path.join(self.controller.store_config.config_dir, "topics.json")
+        self.controller.topic_config_manager.create_topic_in_send_message_method("Soon", "TBW102", 4)
+        self.reactor.advance(0)
+        self.assertIn("Soon", json.load(open(path))["topicConfigTable"])
+
+    def test_delay_offsets_every_10s(self) -> None:
+        self.start()
+        path = os.path.join(self.controller.store_config.config_dir, "delayOffset.json")
+        self.controller.schedule_message_service.offset_table[3] = 7
+        self.reactor.advance(9.9)
+        self.assertFalse(os.path.exists(path))
+        self.reactor.advance(0.1)
+        self.assertEqual(open(path).read(), '{\n\t"offsetTable":{3:7\n\t}\n}')
 
 
 class StopTests(ServiceTestCase):

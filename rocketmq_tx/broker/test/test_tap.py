@@ -44,9 +44,9 @@ class BrokerOptionsTests(SynchronousTestCase):
 
     def test_namesrv_option_and_set(self) -> None:
         """-n sets namesrvAddr (over the file's); --set overrides the file, store keys too."""
-        path = self.write("namesrvAddr=file:9876\nlistenPort=1\ndeleteWhen=01\n")
-        opts = self.parse("-c", path, "-n", "a:9876;b:9876", "--set", "listenPort=2", "--set", "deleteWhen=02;03")
-        self.assertEqual((opts.settings["namesrvAddr"], opts.settings["listenPort"]), ("a:9876;b:9876", 2))
+        path = self.write("namesrvAddr=file:9876\nlistenPort=30001\ndeleteWhen=01\n")
+        opts = self.parse("-c", path, "-n", "a:9876;b:9876", "--set", "listenPort=30002", "--set", "deleteWhen=02;03")
+        self.assertEqual((opts.settings["namesrvAddr"], opts.settings["listenPort"]), ("a:9876;b:9876", 30002))
         self.assertEqual(opts.settings.message_store_config().delete_hours(), {2, 3})
         self.assertEqual(self.parse("--namesrvAddr", "x:1").settings["namesrvAddr"], "x:1")
 
@@ -63,6 +63,7 @@ class BrokerOptionsTests(SynchronousTestCase):
             ["--set", "autoCreateTopicEnable=yes"], ["--set", "registerNameServerPeriod=0"],
             ["--set", "defaultTopicQueueNums=-1"], ["--set", "messageDelayLevel=1x"], ["--set", "deleteWhen=4am"],
             ["--set", "mappedFileSizeCommitLog=0"], ["-c", "/nonexistent/broker.conf"],
+            ["--set", "listenPort=1"], ["--set", "topicQueueNumsMax=0"],
         ]
         for args in cases:
             with self.subTest(args=args):

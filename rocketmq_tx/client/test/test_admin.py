@@ -57,7 +57,7 @@ class Recorder:
 class InProcessCluster:
     """A name server's processors and a BrokerService, reached through loopback pumps."""
 
-    def __init__(self, case: SynchronousTestCase) -> None:
+    def __init__(self, case: SynchronousTestCase, **keys: object) -> None:
         self.reactor = FakeReactor()
         # Store times near the wall clock: a query by UNIQ_KEY starts at the time the key holds.
         self.reactor.advance(time.time() - T0)
@@ -65,7 +65,7 @@ class InProcessCluster:
                                                            "orderMessageEnable": True}),
                                          now=lambda: int(self.reactor.seconds() * 1000))
         settings = broker_settings(case, listenPort=10911, namesrvAddr=NS, brokerClusterName=CLUSTER,
-                                   brokerName="broker-a")
+                                   brokerName="broker-a", **keys)
         self.service = BrokerService(settings, self.reactor, drive_store=False)
         self.service.namesrv_client = self.client()
         self.service.outer_api = BrokerOuterAPI(self.service.namesrv_client, 6000)

@@ -27,6 +27,14 @@ class LoadsTests(SynchronousTestCase):
         key = ObjectKey({"topic": "t", "brokerName": "b", "queueId": 0})
         self.assertEqual(table[key], {"brokerOffset": 5})
 
+    def test_object_keys_inside_object_keys(self) -> None:
+        """An object key holding both kinds of key (found by fuzzing: was a TypeError from sorting)."""
+        table = fastjson.loads('{{"a":1,{"b":1}:2}:1, {"x":{{"y":1}:1,"z":2}}:2}')
+        self.assertEqual(sorted(table.values()), [1, 2])
+        key = ObjectKey({"a": 1, ObjectKey({"b": 1}): 2})
+        self.assertEqual(table[key], 1)
+        self.assertEqual(fastjson.dumps({key: 1}), b'{{"a":1,{"b":1}:2}:1}')
+
     def test_long_suffix_quotes_and_commas(self) -> None:
         """Trailing L on longs, single quotes, unquoted names, stray commas."""
         self.assertEqual(fastjson.loads("{a:12L,'b':'x\\'y',,c:[1,,2,],}"), {"a": 12, "b": "x'y", "c": [1, 2]})
@@ -34,6 +42,12 @@ class LoadsTests(SynchronousTestCase):
     def test_escapes_and_unicode(self) -> None:
         """String escapes in the lenient path."""
         self.assertEqual(fastjson.loads("{k:'\\u4e16\\n\\t\\\\'}"), {"k": "\u4e16\n\t\\"})
+
+    def test_surrogate_escapes(self) -> None:
+        """A \\u pair is one character; a lone surrogate is '?' as Java writes it, never an unencodable str (found by fuzzing)."""
+        self.assertEqual(fastjson.loads("{a:'\\ud83d\\ude00'}"), {"a": "\U0001F600"})
+        self.assertEqual(fastjson.loads("{a:'x\\ud800\\ud800y\\udc00'}"), {"a": "x??y?"})
+        self.assertEqual(fastjson.loads("{a:'\\udc00\\ud83d\\ude00z'}"), {"a": "?\U0001F600z"})
 
     def test_errors(self) -> None:
         """Broken input raises JSONDecodeError (a ValueError), never anything else."""

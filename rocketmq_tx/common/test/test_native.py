@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import os
 import struct
+import subprocess
+import sys
 import tempfile
+import textwrap
 import zlib
+from collections import OrderedDict
 from unittest import SkipTest
 
 from hypothesis import given, settings, strategies as st
@@ -96,7 +100,7 @@ class NativeTests(SynchronousTestCase):
     @given(topic=st.binary(min_size=0, max_size=140), body=st.binary(max_size=64), props=st.binary(max_size=40),
            queue_id=near_int32, flag=int32, queue_offset=int64, phys=int64, sys_flag=near_int32,
            born_ts=int64, born_host=hosts, store_ts=int64, store_host=hosts, reconsume=int32,
-           prepared=int64, crc=st.one_of(st.none(), st.integers(0, 2**31 - 1)))
+           prepared=int64, crc=st.one_of(st.none(), st.integers(0, 2**31 - 1), near_int32, int64))
     def test_encode_record(self, topic, body, props, queue_id, flag, queue_offset, phys, sys_flag, born_ts,
                            born_host, store_ts, store_host, reconsume, prepared, crc) -> None:
         args = (topic, body, props, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_host, store_ts,
@@ -224,3 +228,352 @@ class NativeTests(SynchronousTestCase):
 
     def test_setup_names(self) -> None:
         self.assertRaises(KeyError, speedups._setup, "Nonsense", object)
+
+
+def _result(fn, *args):
+    """The answer or the exception's class, whatever it is: hostile inputs may raise anything."""
+    try:
+        return ("ok", fn(*args))
+    except Exception as e:
+        return ("error", type(e))
+
+
+class HostileStr(str):
+    """A str whose own methods raise: the C versions read its characters only, as do the twins."""
+
+    def __hash__(self) -> int:
+        raise ValueError("__hash__")
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("__eq__")
+
+    def __str__(self) -> str:  # also what f"{x}" and format(x) call for a str subclass
+        raise ValueError("__str__")
+
+
+class LyingStr(str):
+    """Equal to everything, with one hash for all, and another text when str() is taken."""
+
+    def __hash__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return "lie"
+
+
+class HostileBytes(bytes):
+    def __hash__(self) -> int:
+        raise ValueError("__hash__")
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("__eq__")
+
+
+class SameHashBytes(bytes):
+    """A dict key colliding with b"T" whose __eq__ runs code: raises, or empties its dict."""
+
+    def __new__(cls, value: bytes, on_eq):
+        self = super().__new__(cls, value)
+        self.on_eq = on_eq
+        return self
+
+    def __hash__(self) -> int:
+        return hash(b"T")
+
+    def __eq__(self, other: object) -> bool:
+        return self.on_eq()
+
+
+class ItemsDict(dict):
+    """A dict whose items() is not its contents, as the twins see it."""
+
+    def __init__(self, items) -> None:
+        super().__init__(a="b")
+        self._items = items
+
+    def items(self):
+        return self._items() if callable(self._items) else self._items
+
+
+def _raising_items():
+    yield ("a", "b")
+    raise KeyError("items")
+
+
+# Neither str nor bytes (nor None where None means "absent"): the C versions and the twins
+# must raise the same class for each.
+NON_TEXT = [None, 0, 7, -1, 2**64, 1.5, b"ab", bytearray(b"ab"), memoryview(b"ab"), ["a"]]
+
+
+class HostileInputTests(SynchronousTestCase):
+    """
+    Inputs the callers never pass (other types, str subclasses with hostile methods, dicts
+    changed while they are read, absurd lengths): the C versions must not crash and must give
+    the twins' answer or raise the twins' exception class.
+    """
+
+    def setUp(self) -> None:
+        _require_native(self)
+
+    def same(self, c_fn, py_fn, *args) -> None:
+        self.assertEqual(_result(c_fn, *args), _result(py_fn, *args), repr(args)[:200])
+
+    def test_string_functions(self) -> None:
+        texts = ["ab", "\U0001F600x", "", "a\x01b\x02c\x01", HostileStr("ab"), HostileStr("a\x01b"),
+                 LyingStr("cd"), LyingStr("ef"), *NON_TEXT]
+        for text in texts:
+            self.same(speedups.java_string_hash, messagecodec._java_string_hash, text)
+            self.same(speedups.string_to_properties, message._string_to_properties, text)
+            for other in texts:
+                self.same(speedups.topic_key_hash, index._topic_key_hash, text, other)
+
+    def test_topic_key_hash_cache_sees_characters_only(self) -> None:
+        """Two str subclasses that claim to be equal (same hash) get their own topic's hash."""
+        for topic in ("A", "B", LyingStr("C"), LyingStr("D"), LyingStr("\u00e9")):
+            self.same(speedups.topic_key_hash, index._topic_key_hash, topic, "key")
+
+    def test_get_property(self) -> None:
+        values = [b"A\x01x\x02KEYS\x01k", HostileBytes(b"KEYS\x01v"), b"", "KEYS\x01k", *NON_TEXT]
+        # (not b"": the twin's rfind loop never ends on an empty name; callers pass constants)
+        names = [b"KEYS\x01", HostileBytes(b"KEYS\x01"), "KEYS\x01", *NON_TEXT]
+        for raw in values:
+            for name in names:
+                self.same(speedups.get_property, commitlog._get_property, raw, name)
+
+    def twin_properties_to_string(self, props) -> str:
+        """message.properties_to_string's own Python path (it hands exact dicts to the C one)."""
+        self.patch(message, "_native_to_string", None)
+        try:
+            return message.properties_to_string(props)
+        finally:
+            self.patch(message, "_native_to_string", speedups.properties_to_string)
+
+    def same_properties_to_string(self, make) -> None:
+        """*make* builds the input afresh for each, as some inputs change while read."""
+        self.assertEqual(_result(speedups.properties_to_string, make()),
+                         _result(self.twin_properties_to_string, make()))
+
+    def test_properties_to_string_other_types(self) -> None:
+        values = [*NON_TEXT[:-1], "v", HostileStr("v"), LyingStr("v")]
+        for value in values:
+            self.same_properties_to_string(lambda: {"k": value})
+            if value.__class__ not in (bytearray, memoryview, HostileStr):  # unhashable
+                self.same_properties_to_string(lambda: {value: "v", "b": "c"})
+        self.same_properties_to_string(lambda: {LyingStr("a"): "1", "b": LyingStr("2")})
+        for props in (None, 5, "text", [("a", "b")], (("a", "b"),)):
+            self.same_properties_to_string(lambda: props)
+
+    def test_properties_to_string_dict_subclasses(self) -> None:
+        for items in ([("x", "y"), ("z", None), (1, b"2")], [("a", "b", "c")], [("a",)], ["ab"], [5], 5, None,
+                      lambda: iter([("i", "j")]), _raising_items, lambda: {"p": "q"}.items()):
+            self.same_properties_to_string(lambda: ItemsDict(items))
+        self.same_properties_to_string(lambda: OrderedDict([("b", "1"), ("a", "2")]))
+        self.same_properties_to_string(lambda: type("Plain", (dict,), {})(a="1", b=None))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(names, st.one_of(st.none(), st.text(max_size=4))), min_size=1, max_size=6),
+           st.integers(0, 5), st.booleans(),
+           st.sampled_from(["clear", "pop_other", "pop_self", "add", "add_many", "replace", "replace_all"]))
+    def test_properties_to_string_dict_changed_while_read(self, pairs, at, in_key, change) -> None:
+        """
+        A key's or value's __format__ (or __str__) changes the dict it is read from: the same
+        RuntimeError or answer as Python, where the C loop once read the pairs it had freed.
+        """
+        def make():
+            props: dict = {}
+
+            class Changing(str):
+                def __str__(self) -> str:
+                    keys = list(props)
+                    if change == "clear":
+                        props.clear()
+                    elif change == "pop_other":
+                        props.pop(keys[-1] if keys[-1] is not self else keys[0], None)
+                    elif change == "pop_self":
+                        props.pop(self, None)
+                    elif change == "add":
+                        props["added"] = "x"
+                    elif change == "add_many":
+                        props.update((f"n{i}", "y" * 50) for i in range(50))
+                    elif change == "replace":  # same size: Python iterates on
+                        props[keys[0]] = "replaced"
+                    else:
+                        for k in keys:
+                            props[k] = "r"
+                    return "changed"
+
+            for i, (k, v) in enumerate(pairs):
+                if i == at % len(pairs):
+                    k, v = (Changing(k), v) if in_key else (k, Changing(v or "v"))
+                props[k] = v
+            return props
+
+        self.same_properties_to_string(make)
+
+    def test_properties_to_string_freed_pair_in_a_child(self) -> None:
+        """
+        The C loop once held borrowed references across str(): a key whose __str__ empties the
+        dict freed the value it then formatted. A child process runs it, so a crash fails the
+        test instead of killing the run.
+        """
+        script = textwrap.dedent("""
+            from rocketmq_tx.common.native import speedups
+            props, junk = {}, []
+
+            class Key(str):
+                def __str__(self):
+                    props.clear()  # frees the value
+                    junk.extend(bytes(range(256)) * 4 for _ in range(1000))  # reuses its memory
+                    return "k"
+
+            class Value:
+                pass
+
+            props[Key("k")] = Value()
+            try:
+                speedups.properties_to_string(props)
+            except RuntimeError as e:
+                print("RuntimeError:", e)
+        """)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(native.__file__)))
+        env = {k: v for k, v in os.environ.items() if k != "ROCKETMQ_TX_PURE"}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual((child.returncode, child.stdout),
+                         (0, "RuntimeError: dictionary changed size during iteration\n"), child.stderr[-2000:])
+
+    def test_encode_rocketmq_header(self) -> None:
+        def command(remark, ext):
+            return RemotingCommand(1, 0, 0, 1, 0, remark, ext, b"", SerializeType.ROCKETMQ)
+
+        texts = ["v", "", HostileStr("h"), LyingStr("l"), "\udc80", *NON_TEXT]
+        for text in texts:
+            self.same(speedups.encode_rocketmq_header, serialization._encode_rocketmq_header, command(text, {}))
+            self.same(speedups.encode_rocketmq_header, serialization._encode_rocketmq_header,
+                      command(None, {"k": text, "k2": "v2"}))
+            if text.__class__ not in (HostileStr, bytearray, memoryview, list):  # unhashable
+                self.same(speedups.encode_rocketmq_header, serialization._encode_rocketmq_header,
+                          command(None, {text: "v"}))
+        for ext in (None, [("a", "b")], "ab", ItemsDict([("x", "y"), ("z", "w")]), ItemsDict([("x", 1)]),
+                    ItemsDict([("x", "y", "z")]), ItemsDict(5), ItemsDict(_raising_items),
+                    OrderedDict([("b", "1"), ("a", "2")])):
+            self.same(speedups.encode_rocketmq_header, serialization._encode_rocketmq_header, command("r", ext))
+
+    def test_decode_rocketmq_header_other_types(self) -> None:
+        header = struct.pack(">hBhiii", 1, 0, 0, 1, 0, 0) + struct.pack(">i", 0)
+        for data in (None, 21, header.decode("latin-1"), bytearray(header), memoryview(header),
+                     HostileBytes(header), header):
+            self.same(lambda d: vars(speedups.decode_rocketmq_header(d, b"")),
+                      lambda d: vars(serialization._decode_rocketmq_header(d, b"")), data)
+
+    def test_decode_rocketmq_header_extreme_lengths(self) -> None:
+        """Lengths near and past int32's ends, compared with the bytes left, never added up."""
+        lengths = [-(2**31), -(2**31) + 1, -1, 0, 1, 2, 7, 2**31 - 22, 2**31 - 21, 2**31 - 5, 2**31 - 1]
+        for remark_len in lengths:
+            self._same(struct.pack(">hBhiii", 1, 0, 0, 1, 0, remark_len) + b"ab" + struct.pack(">i", 0))
+        for ext_len in lengths:
+            for klen in (-(2**15), -1, 0, 1, 2**15 - 1):
+                for vlen in (-(2**31), -1, 0, 1, 2**31 - 1):
+                    entry = struct.pack(">h", klen) + b"k" + struct.pack(">i", vlen) + b"v"
+                    self._same(struct.pack(">hBhiii", 1, 0, 0, 1, 0, 0) + struct.pack(">i", ext_len) + entry)
+
+    def _same(self, data: bytes) -> None:
+        self.same(lambda: vars(speedups.decode_rocketmq_header(data, b"")),
+                  lambda: vars(serialization._decode_rocketmq_header(data, b"")))
+
+    def test_validate_record_offsets(self) -> None:
+        record = encode_record(topic=b"T", body=b"abc", properties=b"A\x01b", queue_id=1, flag=0, queue_offset=0,
+                               commit_log_offset=0, sys_flag=0, born_timestamp=0, born_host=bytes(8),
+                               store_timestamp=0, store_host=bytes(8))
+        blank = struct.pack(">ii", 100, -875286124) + bytes(12)
+        n = len(record)
+        for raw in (record, blank, record + blank):
+            for buf in (raw, bytearray(raw), memoryview(raw)):
+                for offset in (0, 8, n, n - 8, n - 7, len(raw), len(raw) + 1, -1, -8, -n, -(2**31), -(2**63),
+                               -(2**63) - 1, -(2**64), 2**31, 2**63 - 1, 2**63, 2**64, None):
+                    for check in (True, False):
+                        self.same(speedups.validate_record, commitlog._validate_record, buf, offset, check, {})
+
+    def test_validate_record_extreme_lengths(self) -> None:
+        """TOTALSIZE, BODYLENGTH, TOPICLENGTH and PROPERTIESLENGTH at the ends of their types."""
+        for topic in (b"T", b"t" * 200):
+            record = encode_record(topic=topic, body=b"abc", properties=b"A\x01b", queue_id=1, flag=0,
+                                   queue_offset=0, commit_log_offset=0, sys_flag=0, born_timestamp=0,
+                                   born_host=bytes(8), store_timestamp=0, store_host=bytes(8))
+            width = 1 if len(topic) <= 127 else 2
+            body_at, topic_at = 84, 88 + 3
+            props_at = topic_at + width + len(topic)
+            fields = [(0, ">i", [-(2**31), -1, 0, 39, 40, 2**31 - 1, len(record) + 1]),
+                      (body_at, ">i", [-(2**31), -1, 0, 4, 2**31 - 1, len(record)]),
+                      (props_at, ">h", [-(2**15), -1, 0, 2**15 - 1])]
+            fields.append((topic_at, ">B", [0, 127, 128, 255]) if width == 1 else
+                          (topic_at, ">h", [-(2**15), -1, 0, 2**15 - 1]))
+            for at, fmt, values in fields:
+                for value in values:
+                    buf = bytearray(record)
+                    struct.pack_into(fmt, buf, at, value)
+                    for tail in (b"", b"\x01" * 8):
+                        data = bytes(buf) + tail
+                        self.same(speedups.validate_record, commitlog._validate_record, data, 0, True, {})
+
+    def test_validate_record_topic_cache(self) -> None:
+        """The topic cache's keys run code on a lookup (dict internals for both): same outcome."""
+        record = encode_record(topic=b"T", body=b"", properties=b"", queue_id=1, flag=0, queue_offset=0,
+                               commit_log_offset=0, sys_flag=0, born_timestamp=0, born_host=bytes(8),
+                               store_timestamp=0, store_host=bytes(8))
+
+        def raising():
+            raise ValueError("__eq__")
+
+        def caches() -> list:  # afresh for each: a lookup may empty one
+            emptied: dict = {}
+            emptied[SameHashBytes(b"X", lambda: emptied.clear() or False)] = "x"
+            return [{SameHashBytes(b"X", raising): "x"}, {SameHashBytes(b"X", lambda: False): "x"},
+                    {SameHashBytes(b"X", lambda: True): "cached"}, type("Plain", (dict,), {})({b"T": "cached"}),
+                    emptied]
+
+        for c_topics, py_topics in zip(caches(), caches()):
+            self.assertEqual(_result(speedups.validate_record, record, 0, True, c_topics),
+                             _result(commitlog._validate_record, record, 0, True, py_topics))
+            self.assertEqual(len(c_topics), len(py_topics))
+
+    def test_encode_record_body_crc_out_of_range(self) -> None:
+        """A given BODYCRC that is no int32 is MessageFormatError, as every other field (it was OverflowError)."""
+        for crc in (2**31, -(2**31) - 1, 2**63, -(2**64), 2**100, 1.5, b"ab"):
+            args = (b"T", b"", b"", 0, 0, 0, 0, 0, 0, bytes(8), 0, bytes(8), 0, 0, crc)
+            self.same(speedups.encode_record, lambda *a: encode_record(
+                topic=a[0], body=a[1], properties=a[2], queue_id=a[3], flag=a[4], queue_offset=a[5],
+                commit_log_offset=a[6], sys_flag=a[7], born_timestamp=a[8], born_host=a[9], store_timestamp=a[10],
+                store_host=a[11], reconsume_times=a[12], prepared_transaction_offset=a[13], body_crc=a[14]), *args)
+            self.assertRaises(MessageFormatError, speedups.encode_record, *args)
+
+    def test_index_put_keys_other_types(self) -> None:
+        values = ["k1 k2", "", None, HostileStr("h1 h2"), LyingStr("l"), 0, 7, b"b1 b2", bytearray(b"x")]
+        with tempfile.TemporaryDirectory() as d:
+            for n, (field, value) in enumerate((f, v) for f in range(4) for v in values):
+                args = ["Topic", "U1", "k1 k2", "tags"]
+                args[field] = value
+                files = [index.IndexFile(os.path.join(d, str(2 * n + i)), 3, 9) for i in range(2)]
+                try:
+                    self.assertEqual(
+                        _result(index.IndexFile._put_keys_native, files[0], *args, 7, 1_700_000_000_000),
+                        _result(index.IndexFile._put_keys, files[1], *args, 7, 1_700_000_000_000), (field, value))
+                    self.assertEqual(bytes(files[0].mm), bytes(files[1].mm))
+                finally:
+                    for f in files:
+                        f.mapped_file.close()
+
+    def test_index_put_keys_geometry(self) -> None:
+        """Positions and counts from the caller at the ends of their types: IndexError, no write."""
+        buf = bytearray(40 + 4 * 4 + 20 * 4)
+        for hash_slot_num, base, count, slot_count in ((4, 56, 0, 0), (4, 2**62, 0, 0), (4, -(2**62), 0, 0),
+                                                       (4, 56, 2**31 - 1, 0), (4, 56, 4, 2**31 - 1),
+                                                       (2**62, 56, 0, 0), (4, 2**63 - 1, 1, 0)):
+            before = bytes(buf)
+            r = _result(speedups.index_put_keys, buf, hash_slot_num, 2**40, base, 1, 1, 0, 0, slot_count, count,
+                        "T", "U", "a b", None, 0, 5, 1_700_000_000_000)
+            if r[0] == "error":
+                self.assertEqual((r, bytes(buf)), (("error", IndexError), before))

@@ -8,8 +8,10 @@ the server's own configuration. Response codes and remarks are Java 4.9.8's.
 from __future__ import annotations
 
 import zlib
-from typing import Callable
+from typing import Any, Callable
 
+from twisted.internet import threads
+from twisted.internet.defer import Deferred
 from zope.interface import implementer
 
 from rocketmq_tx.common.route import DataVersion
@@ -43,6 +45,12 @@ __all__ = ["DefaultRequestProcessor"]
 
 Handler = Callable[[IRemotingContext, RemotingCommand], RemotingCommand]
 
+#: REGISTER_BROKER JSON bodies up to this size are checked and decoded on the reactor
+#: (well under a millisecond); larger ones, and every compressed one, in a thread.
+_DECODE_ON_REACTOR_MAX = 16 * 1024
+#: Topics of one registration applied to the route table per reactor turn (~1.6 us each).
+_APPLY_SLICE = 2048
+
 
 @implementer(IRequestProcessor)
 class DefaultRequestProcessor:
@@ -52,6 +60,8 @@ class DefaultRequestProcessor:
         self.controller = controller
         self.routes = controller.route_info_manager
         self.kv = controller.kv_config_manager
+        #: broker address -> the token of its registration still being applied in slices
+        self._applying: dict[str, object] = {}
         self.handlers: dict[int, Handler] = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
@@ -113,27 +123,86 @@ class DefaultRequestProcessor:
 
     # -- brokers ------------------------------------------------------------------
 
-    def register_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+    def register_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred:
+        """
+        REGISTER_BROKER. A body that may take more than a few milliseconds to check and
+        decode (a large one, or any compressed one: zlib inflates up to ~1000 times) is
+        decoded in the reactor's thread pool, reached through the connection's injected
+        clock, and applied to the route table back on the reactor; without a thread pool
+        (test reactors) it is decoded here. The response is the same either way.
+        """
         header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        pool = getattr(getattr(ctx, "clock", None), "getThreadPool", None)
+        compressed = bool(header.compressed) and request.version >= 37
+        if pool is None or not (compressed or len(request.body) > _DECODE_ON_REACTOR_MAX):
+            return self._registered(ctx, request, header, self._decode_registration(request, header))
+        d = threads.deferToThreadPool(ctx.clock, pool(), self._decode_registration,  # type: ignore[attr-defined]
+                                      request, header)
+        return d.addCallback(lambda body: self._registered(ctx, request, header, body))
+
+    @classmethod
+    def _decode_registration(cls, request: RemotingCommand,
+                             header: RegisterBrokerRequestHeader) -> RegisterBrokerBody | None:
+        """The body's CRC check and decode (``None``: the CRC does not match); no shared state, thread-safe."""
         if header.body_crc32 and (zlib.crc32(request.body) & 0x7FFFFFFF) != header.body_crc32:
+            return None
+        if not request.body:
+            return RegisterBrokerBody()
+        # Before V3_0_11 the body was a bare TopicConfigSerializeWrapper.
+        return (RegisterBrokerBody.decode(request.body, bool(header.compressed)) if request.version >= 37
+                else cls._old_wrapper(request.body))
+
+    def _registered(self, ctx: IRemotingContext, request: RemotingCommand, header: RegisterBrokerRequestHeader,
+                    body: RegisterBrokerBody | None) -> RemotingCommand | None:
+        if body is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        if request.body:
-            # Before V3_0_11 the body was a bare TopicConfigSerializeWrapper.
-            body = (RegisterBrokerBody.decode(request.body, bool(header.compressed)) if request.version >= 37
-                    else self._old_wrapper(request.body))
-        else:
-            body = RegisterBrokerBody()
+        if not getattr(ctx, "connected", True):
+            # Closed while the body was decoded in a thread: its channel is destroyed already,
+            # and registering it now would keep a dead broker until the expiry scan.
+            return None
+        clock = getattr(ctx, "clock", None)
         result = self.routes.register_broker(
             header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
             body.data_version, body.topic_config_table, body.filter_server_list if request.version >= 37 else None,
-            ctx, header.enable_acting_master,
+            ctx, header.enable_acting_master, apply_limit=_APPLY_SLICE if clock is not None else None,
         )
         order = (self.kv.list_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
                  if self.controller.settings["returnOrderTopicConfigToBroker"] else None)
-        return request.make_response(
+        response = request.make_response(
             ext_fields=RegisterBrokerResponseHeader(result.ha_server_addr, result.master_addr).to_ext_fields(),
             body=kv_table(order) if order is not None else b"",
         )
+        if result.topics_applied:
+            # A newer table of this broker supersedes what is left of an older one.
+            self._applying.pop(header.broker_addr, None)
+        if not result.pending_topics:
+            return response
+        return self._apply_in_slices(clock, header, result.pending_topics, response)
+
+    def _apply_in_slices(self, clock: Any, header: RegisterBrokerRequestHeader, topics: list,
+                         response: RemotingCommand) -> Deferred:
+        """
+        The rest of a large registration, :data:`_APPLY_SLICE` topics per reactor turn (about
+        3 ms each), so other clients are answered in between; the broker gets its answer
+        once its routes are complete.
+        """
+        token = object()
+        self._applying[header.broker_addr] = token
+        done: Deferred = Deferred()
+
+        def apply(start: int) -> None:
+            if self._applying.get(header.broker_addr) is not token:
+                done.callback(response)  # superseded: the newer registration is applied instead
+                return
+            self.routes.apply_topic_configs(header.broker_name, topics[start:start + _APPLY_SLICE])
+            if start + _APPLY_SLICE < len(topics):
+                clock.callLater(0, apply, start + _APPLY_SLICE)
+            else:
+                del self._applying[header.broker_addr]
+                done.callback(response)
+
+        clock.callLater(0, apply, 0)
+        return done
 
     @staticmethod
     def _old_wrapper(body: bytes) -> RegisterBrokerBody:

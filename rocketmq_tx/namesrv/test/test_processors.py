@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import json
 import zlib
 
@@ -205,6 +207,21 @@ class ProcessorTests(SynchronousTestCase):
         bad = self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"listenPort=abc\n")
         self.assertEqual(bad.code, ResponseCode.SYSTEM_ERROR)
         self.assertEqual(self.settings["listenPort"], 9876)
+
+    def test_config_updates_that_would_break_a_restart(self) -> None:
+        """Paths, control characters (a line of their own once persisted) and values start-up refuses."""
+        for body in (b"configStorePath=/tmp/x\n", b"rocketmqHome=/\n", b"kvConfigPath=/etc/passwd\n"):
+            self.assertEqual(self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=body).code, ResponseCode.NO_PERMISSION)
+        injected = self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"productEnvName=x\\nkvConfigPath=/etc/passwd\n")
+        self.assertEqual((injected.code, injected.remark),
+                         (ResponseCode.SYSTEM_ERROR, "the value of 'productEnvName' holds a control character; refused"))
+        for body, remark in ((b"scanNotActiveBrokerInterval=-5\n", "scanNotActiveBrokerInterval: must be positive, got -5"),
+                             (b"listenPort=70000\n", "listenPort: 70000 is not a TCP port")):
+            response = self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
+            self.assertEqual((response.code, response.remark), (ResponseCode.SYSTEM_ERROR, remark))
+        self.assertEqual((self.settings["productEnvName"], self.settings["scanNotActiveBrokerInterval"],
+                          self.settings["listenPort"]), ("center", 10000, 9876))
+        self.assertFalse(os.path.exists(f"{self.dir}/namesrv.properties"))
 
     def test_unknown_code(self) -> None:
         """Codes a name server does not handle get REQUEST_CODE_NOT_SUPPORTED, as from 5.x."""

@@ -7,7 +7,8 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.internet.protocol import Factory, Protocol
-from twisted.internet.testing import MemoryReactor
+from twisted.internet.testing import MemoryReactor, StringTransport
+from twisted.logger import capturedLogs
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
@@ -17,6 +18,7 @@ from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor, Proces
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.tls import TlsModeFactory
 from rocketmq_tx.remoting import (
+    FrameDecoder,
     RemotingCommand,
     RemotingCommandError,
     RemotingConnectError,
@@ -231,6 +233,76 @@ class FailureTests(SynchronousTestCase):
         pump.flush()
         held.callback(RemotingCommand(code=0))
         self.assertEqual(pump.server_transport.value(), b"")
+
+
+class BadStreamTests(SynchronousTestCase):
+    """Good frames before bad bytes are answered; an answer that cannot be encoded closes."""
+
+    def setUp(self) -> None:
+        self.transport = StringTransport()
+        self.server = RemotingProtocol(Clock(), echo_table())
+        self.server.makeConnection(self.transport)
+
+    def request(self, opaque: int, body: bytes = b"") -> bytes:
+        cmd = RemotingCommand.request(ECHO, {"n": str(opaque)}, body)
+        cmd.opaque = opaque
+        return encode_command(cmd)
+
+    def warnings(self, events: list) -> list:
+        return [e for e in events if e.get("log_level") is not None and e["log_level"].name in ("warn", "error")]
+
+    def test_good_frames_then_garbage_in_one_read(self) -> None:
+        """Both requests are answered, then the connection closes (not aborted: the answers leave first), one log line."""
+        with capturedLogs() as events:
+            self.server.dataReceived(self.request(1) + self.request(2) + b"\x7f\xff\xff\xff garbage")
+            self.server.dataReceived(self.request(3))  # after the bad bytes: not read
+        answers = FrameDecoder().feed(self.transport.value())
+        self.assertEqual([(a.opaque, a.remark, a.is_response) for a in answers], [(1, "echo", True), (2, "echo", True)])
+        self.assertTrue(self.transport.disconnecting)
+        self.assertFalse(self.transport.disconnected)
+        [line] = self.warnings(events)
+        self.assertIn("closing connection from", line["log_format"])
+        self.assertIn("exceeds the maximum", str(line["error"]))
+
+    def test_garbage_alone_aborts(self) -> None:
+        """With nothing to answer the connection is aborted at once, as before."""
+        with capturedLogs() as events:
+            self.server.dataReceived(b"\x7f\xff\xff\xff")
+        self.assertEqual(self.transport.value(), b"")
+        self.assertTrue(self.transport.disconnected)
+        self.assertEqual(len(self.warnings(events)), 1)
+
+    def test_garbage_after_a_deferred_answer_aborts(self) -> None:
+        """A processor still working when the bad bytes arrive answers nobody: the connection is gone."""
+        held: Deferred = Deferred()
+        self.server.processors = ProcessorTable({1: Scripted(lambda ctx, r: held)})
+        self.server.dataReceived(encode_command(RemotingCommand.request(1)) + b"\xff\xff\xff\xff")
+        self.assertTrue(self.transport.disconnected)
+        self.server.connectionLost(None)
+        held.callback(RemotingCommand(code=0))
+        self.assertEqual(self.transport.value(), b"")
+
+    def test_unencodable_response_closes(self) -> None:
+        """An answer larger than a frame is not sent; the connection closes so the peer is not left waiting."""
+        self.server.processors = ProcessorTable({1: Scripted(lambda ctx, r: r.make_response(body=b"x" * 64))})
+        self.server._max_frame_length = 64  # the answer is bigger than a frame may be
+        with capturedLogs() as events:
+            self.server.dataReceived(encode_command(RemotingCommand.request(1)))
+        self.assertEqual(self.transport.value(), b"")
+        self.assertTrue(self.transport.disconnecting)
+        [line] = self.warnings(events)
+        self.assertIn("cannot encode response to code {code}, closing connection", line["log_format"])
+
+    def test_unencodable_deferred_response_closes(self) -> None:
+        """The same for an answer that comes later."""
+        held: Deferred = Deferred()
+        self.server.processors = ProcessorTable({1: Scripted(lambda ctx, r: held)})
+        self.server.dataReceived(encode_command(RemotingCommand.request(1)))
+        self.assertFalse(self.transport.disconnecting)
+        with capturedLogs():
+            held.callback(RemotingCommand(code=0, ext_fields={"k": "v" * (1 << 24)}))
+        self.assertEqual(self.transport.value(), b"")
+        self.assertTrue(self.transport.disconnecting)
 
 
 class _Socket(FileDescriptor):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 
 from twisted.trial.unittest import SynchronousTestCase
@@ -113,6 +114,20 @@ class SendTests(SynchronousTestCase):
         self.assertEqual(error.code, 14)
 
 
+class MalformedBodyTests(SynchronousTestCase):
+    """A body that is not what the code says is an MQBrokerError, as for routes (found by fuzzing)."""
+
+    def test_lock_batch_response(self) -> None:
+        for body in (b"{not json", b"[1]", b'{"lockOKMQSet":[{"topic":"T"}]}', b'{"lockOKMQSet":[{"queueId":"x"}]}'):
+            error = self.assertRaises(MQBrokerError, api.parse_lock_batch_response, respond(0, body=body))
+            self.assertIn("malformed LockBatchResponseBody", error.remark)
+
+    def test_consumer_list_response(self) -> None:
+        for body in (b"\xff", b"[1]", b'{"consumerIdList":5}'):
+            error = self.assertRaises(MQBrokerError, api.parse_consumer_list_response, respond(0, body=body))
+            self.assertIn("malformed consumer list body", error.remark)
+
+
 class SubscriptionTests(SynchronousTestCase):
     def test_build(self) -> None:
         sub = SubscriptionData.build("T", " TagA || TagB ||TagA", sub_version=5)
@@ -120,6 +135,37 @@ class SubscriptionTests(SynchronousTestCase):
                                                                               java_string_hash("TagB")]))
         self.assertEqual(SubscriptionData.build("T", "").sub_string, "*")
         self.assertEqual(SubscriptionData.build("T", None).tags_set, [])
+
+    def test_build_keeps_first_seen_order(self) -> None:
+        """Repeats dropped wherever they are, empty tags skipped, the hash codes follow the tags."""
+        sub = SubscriptionData.build("T", "C||A|| ||B||A||C || D", sub_version=1)
+        self.assertEqual(sub.tags_set, ["C", "A", "B", "D"])
+        self.assertEqual(sub.code_set, [java_string_hash(t) for t in "CABD"])
+        self.assertRaises(MQClientError, SubscriptionData.build, "T", "|| || ||")
+
+    def test_many_tags_linear(self) -> None:
+        """100,000 tags (a 0.7 MB expression, the limit lifted) parse in well under a second."""
+        self.patch(api, "MAX_SUBSCRIPTION_EXPRESSION_LENGTH", 1 << 30)
+        expression = "||".join(f"T{i}" for i in range(100_000)) + "||T7"
+        started = time.perf_counter()
+        sub = SubscriptionData.build("T", expression, sub_version=1)
+        self.assertLess(time.perf_counter() - started, 0.5)
+        self.assertEqual((len(sub.tags_set), sub.tags_set[:2], sub.tags_set[-1]), (100_000, ["T0", "T1"], "T99999"))
+
+    def test_expression_length_limit(self) -> None:
+        """Up to 64 Ki characters parse (thousands of tags); longer is refused."""
+        limit = api.MAX_SUBSCRIPTION_EXPRESSION_LENGTH
+        self.assertEqual(limit, 65536)
+        at_limit = ("||".join(f"{i:05d}" for i in range(9363)) + "||")[:limit - 1] + "x"
+        self.assertEqual(len(at_limit), limit)
+        self.assertEqual(len(SubscriptionData.build("T", at_limit, sub_version=1).tags_set), 9363)
+        error = self.assertRaises(MQClientError, SubscriptionData.build, "T", at_limit + "y")
+        self.assertIn("exceeds 65536", str(error))
+        # Surrounding blanks do not count, as they are not part of the expression.
+        self.assertEqual(len(SubscriptionData.build("T", f"  {at_limit}  ", sub_version=1).tags_set), 9363)
+        # Other expression types are not split here: no limit applies.
+        self.assertEqual(SubscriptionData.build("T", "a" * (limit + 1), expression_type="SQL92").sub_string,
+                         "a" * (limit + 1))
 
     def test_heartbeat_body(self) -> None:
         """HeartbeatData JSON with Java's field names; it round-trips."""

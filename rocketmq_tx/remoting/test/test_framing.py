@@ -118,6 +118,56 @@ class FrameTests(SynchronousTestCase):
         self.assertEqual([seq(), seq(), seq()], [0x7FFFFFFE, 0x7FFFFFFF, -0x80000000])
 
 
+class GoodThenBadTests(SynchronousTestCase):
+    """Frames that arrive intact before bad bytes in the same chunk still come out."""
+
+    def test_good_frame_then_garbage(self) -> None:
+        """The good command is returned, the error waits in ``error`` and is raised by the next feed."""
+        decoder = FrameDecoder()
+        # JSON_FRAME, then a length field of 2**31 - 1: past any maximum.
+        [cmd] = decoder.feed(JSON_FRAME + b"\x7f\xff\xff\xff garbage")
+        self.assertEqual((cmd.opaque, cmd.body), (9, b"abc"))
+        self.assertIsInstance(decoder.error, FrameTooLong)
+        self.assertEqual(decoder.buffered, 0)
+        self.assertIs(self.assertRaises(FrameTooLong, decoder.feed, JSON_FRAME), decoder.error)
+
+    def test_good_frames_then_undecodable_header(self) -> None:
+        """Two good frames, then a frame whose header is not JSON: two commands, then the error."""
+        bad = (4 + 4 + 3).to_bytes(4, "big") + bytes([0]) + (3).to_bytes(3, "big") + b"{{{" + b"xyz"
+        decoder = FrameDecoder()
+        self.assertEqual(len(decoder.feed(JSON_FRAME + JSON_FRAME + bad + JSON_FRAME)), 2)
+        self.assertIsInstance(decoder.error, RemoteProtocolError)
+
+    def test_bad_first_frame_raises_at_once(self) -> None:
+        """With nothing good before it, the error is raised by the feed that met it."""
+        decoder = FrameDecoder()
+        error = self.assertRaises(FrameTooLong, decoder.feed, b"\x7f\xff\xff\xff")
+        self.assertIs(decoder.error, error)
+
+    def test_no_error_on_a_good_stream(self) -> None:
+        decoder = FrameDecoder()
+        decoder.feed(JSON_FRAME + JSON_FRAME[:5])
+        self.assertIsNone(decoder.error)
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(commands(), min_size=1, max_size=4), st.data())
+    def test_any_chunking_then_garbage(self, cmds: list[RemotingCommand], data: st.DataObject) -> None:
+        """However a stream of good frames and then a bad length is split, every good command comes out once."""
+        stream = b"".join(encode_command(c) for c in cmds) + b"\xff\xff\xff\xff"
+        cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=10)))
+        decoder = FrameDecoder()
+        out: list[RemotingCommand] = []
+        prev = 0
+        for cut in cuts + [len(stream)]:
+            try:
+                out += decoder.feed(stream[prev:cut])
+            except FrameTooLong:
+                break
+            prev = cut
+        self.assertEqual(out, cmds)
+        self.assertIsInstance(decoder.error, FrameTooLong)
+
+
 class StreamPropertyTests(SynchronousTestCase):
     """Property tests over streams of frames."""
 

@@ -51,6 +51,16 @@ class SendHeaderTests(SynchronousTestCase):
                               dict(REQUIRED_V2, e="one"))
         self.assertIn("<e>", str(e))
 
+    def test_numbers_past_a_long(self) -> None:
+        """Long.parseLong's range: a 100-digit queue id or offset is refused, the extremes are not."""
+        for value in (str(2 ** 63), str(-2 ** 63 - 1), "9" * 100):
+            e = self.assertRaises(RemotingCommandError, SendMessageRequestHeaderV2.from_ext_fields,
+                                  dict(REQUIRED_V2, g=value))
+            self.assertIn("<g>", str(e))
+        for value in (2 ** 63 - 1, -2 ** 63):
+            header = SendMessageRequestHeaderV2.from_ext_fields(dict(REQUIRED_V2, g=str(value)))
+            self.assertEqual(header.born_timestamp, value)
+
     def test_unknown_keys_ignored(self) -> None:
         """Extra keys (5.x clients add some) do not matter."""
         SendMessageRequestHeaderV2.from_ext_fields(dict(REQUIRED_V2, bname="b", ns="x", oway="false"))

@@ -154,6 +154,16 @@ class JSONHeaderTests(SynchronousTestCase):
         self.assertEqual((cmd.code, cmd.opaque), (12, 5))
         self.assertEqual(cmd.ext_fields, {"a": "1", "b": "true"})
 
+    def test_object_as_ext_key(self) -> None:
+        """fastjson reads an object as a map key; as an ext field name it is its JSON text (found by fuzzing)."""
+        cmd = decode_json_header(b'{code:1,flag:0,opaque:2,extFields:{{"k":1}:"v",a:{{"x":1}:2}}}', b"")
+        self.assertEqual(cmd.ext_fields, {'{"k":1}': "v", "a": '{{"x":1}:2}'})
+
+    def test_lone_surrogate_escape(self) -> None:
+        """An escaped lone surrogate, even nested, decodes to encodable text (was a UnicodeEncodeError; found by fuzzing)."""
+        cmd = decode_json_header(b"{code:1,flag:0,opaque:2,remark:'\\ud800',extFields:{a:{b:'\\udc00'},c:'\\ud800'}}", b"")
+        self.assertEqual((cmd.remark, cmd.ext_fields), ("?", {"a": '{"b":"?"}', "c": "?"}))
+
     def test_missing_required(self) -> None:
         """code, flag and opaque are required."""
         for text in [b'{"flag":0,"opaque":1}', b'{"code":1,"opaque":1}', b'{"code":1,"flag":0}',

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
+import signal
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -127,4 +129,35 @@ class FaultTests(SynchronousTestCase):
         got = s.get_message("g", "TopicTest", 0, 0, 10)
         self.assertEqual([bytes(m).count(b"a" * 100) + 2 * bytes(m).count(b"c" * 100) for m in got.message_buffers],
                          [1, 2])
+        s.shutdown()
+
+    def test_short_commitlog_write(self) -> None:
+        """
+        SYNC_FLUSH's pwrite writes part of a record and then fails (the file size limit here,
+        a full disk in life): UNKNOWN_ERROR, the part zeroed, so neither the next put nor
+        recovery after a crash finds half a record.
+        """
+        _require_native(self)
+        s = open_store(temp_root(self), self.clock, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+        self.store.shutdown()
+        self.store = s
+        self.assertTrue(s.put_message(message(body=b"a" * 100)).is_ok())
+        clf = s.commit_log.mapped_file_queue.last()
+        wrote, max_offset = clf.wrote_position, s.get_max_offset_in_queue("TopicTest", 0)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        try:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (wrote + 50, hard))
+            r = s.put_message(message(body=b"b" * 1000))
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, handler)
+        self.assertEqual(r.status, PutMessageStatus.UNKNOWN_ERROR)
+        self.assertEqual((clf.wrote_position, s.get_max_offset_in_queue("TopicTest", 0)), (wrote, max_offset))
+        self.assertEqual(os.pread(clf.fd, 1200, wrote), bytes(1200))
+        crash(s)
+        self.store = s = open_store(s.config.store_path_root_dir, self.clock, flush_disk_type=FlushDiskType.SYNC_FLUSH)
+        self.assertEqual([m.body for m in read_all(s, "TopicTest", 0)], [b"a" * 100])
+        r = s.put_message(message(body=b"c" * 100))
+        self.assertEqual((r.status, r.append_result.wrote_offset), (PutMessageStatus.PUT_OK, wrote))
         s.shutdown()

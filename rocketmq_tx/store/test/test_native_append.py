@@ -7,13 +7,18 @@ files, across file roll-overs, full index files, delay levels, transactions and 
 
 from __future__ import annotations
 
+import errno
+import mmap
 import os
+import resource
+import signal
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.messagecodec import encode_batch
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.sysflag import MessageSysFlag
 from rocketmq_tx.common.test.test_native import _require_native
 from rocketmq_tx.store import FlushDiskType, MessageExtBatch
@@ -150,3 +155,147 @@ class NativeAppendTests(SynchronousTestCase):
             self.assertEqual({fd >= 0 for fd in self.write_fds}, {through_fd})
             self.assertGreater(calls.count(True), 250)
             self.assertGreater(calls.count(False), 3)  # CommitLog, ConsumeQueue and index roll-overs
+
+
+class _Obj:
+    """A store object's stand-in: attributes, and a failing setattr for those named in *fail*."""
+
+    def __init__(self, **attrs) -> None:
+        object.__setattr__(self, "fail", ())
+        self.__dict__.update(attrs)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in self.fail:
+            raise AttributeError(f"{name} cannot be set")
+        object.__setattr__(self, name, value)
+
+
+_POSITIONS = {"clf": ("wrote_position", "store_timestamp"), "cqf": ("wrote_position",), "cq": ("max_physic_offset",),
+              "xf": ("begin_timestamp", "end_timestamp", "begin_phy_offset", "end_phy_offset", "hash_slot_count",
+                     "index_count")}
+
+
+class AppendErrorPathTests(SynchronousTestCase):
+    """
+    append_message called directly on stand-ins, to reach every error after its first write:
+    each must leave the record, ConsumeQueue and index bytes and every position as they were
+    (returning None means nothing written; an exception, nothing written and nothing moved).
+    """
+
+    SLOTS, ENTRIES = 4, 40  # few slots: chains; four index items a put
+
+    def setUp(self) -> None:
+        _require_native(self)
+        self.fresh()
+
+    def fresh(self) -> None:
+        """Empty stand-ins: a CommitLog file, a ConsumeQueue file past Java's filler, an index file."""
+        self.fd = -1
+        self.clf = _Obj(wrote_position=0, file_from_offset=1 << 20, mm=bytearray(8192), store_timestamp=0)
+        self.cqf = _Obj(wrote_position=20, file_from_offset=0, mm=bytearray(400))
+        self.cq = _Obj(max_physic_offset=0)
+        base = 40 + 4 * self.SLOTS
+        self.xf = _Obj(hash_slot_num=self.SLOTS, index_num=self.ENTRIES, _entries_base=base,
+                       mm=bytearray(base + 20 * self.ENTRIES), begin_timestamp=0, end_timestamp=0,
+                       begin_phy_offset=0, end_phy_offset=0, hash_slot_count=0, index_count=1)
+        self.queue_offset = 1
+
+    def put(self, n: int = 0, keys: str = "k1 k2"):
+        msg = _Obj(topic="TopicA", body=b"b%d" % n * 50, properties=b"KEYS\x01" + keys.encode(), queue_id=0, flag=0,
+                   sys_flag=0, born_timestamp=1, reconsume_times=0, prepared_transaction_offset=0, tags_code=None)
+        r = speedups.append_message(msg, self.clf, self.cqf, self.cq, self.xf, self.queue_offset,
+                                    1_700_000_000_000 + n, b"TopicA", bytes(8), bytes(8), keys, f"U{n}", "tag", True,
+                                    None, 1 << 20, self.fd)
+        if r is not None:
+            self.queue_offset += 1
+        return r
+
+    def state(self):
+        objs = {"clf": self.clf, "cqf": self.cqf, "cq": self.cq, "xf": self.xf}
+        positions = {(o, a): getattr(objs[o], a) for o, names in _POSITIONS.items() for a in names}
+        record = os.pread(self.fd, len(self.clf.mm), 0) if self.fd >= 0 else bytes(self.clf.mm)
+        return positions, record, bytes(self.cqf.mm), bytes(self.xf.mm)
+
+    def test_failing_position_takes_everything_back(self) -> None:
+        """Each position that cannot be moved, the others moved before it put back and the bytes undone."""
+        for obj, name in [(o, a) for o, names in _POSITIONS.items() for a in names]:
+            self.fresh()
+            for n in range(3):  # entries in the slots already, whose chains the undo must restore
+                self.assertIsNotNone(self.put(n))
+            before = self.state()
+            target = {"clf": self.clf, "cqf": self.cqf, "cq": self.cq, "xf": self.xf}[obj]
+            object.__setattr__(target, "fail", (name,))
+            self.assertRaises(AttributeError, self.put, 3)
+            self.assertEqual(self.state(), before, (obj, name))
+            object.__setattr__(target, "fail", ())
+            self.assertIsNotNone(self.put(3))  # the same append then goes in as if nothing happened
+            after = self.state()
+            self.fresh()
+            for n in range(4):
+                self.put(n)
+            self.assertEqual(self.state(), after, (obj, name))
+
+    def commitlog_file(self) -> None:
+        """The CommitLog stand-in on a file, mapped, and written with pwrite (SYNC_FLUSH's path)."""
+        self.fd = os.open(temp_root(self) + "-cl", os.O_RDWR | os.O_CREAT, 0o644)
+        self.addCleanup(os.close, self.fd)
+        os.ftruncate(self.fd, len(self.clf.mm))
+        self.clf.mm = mmap.mmap(self.fd, len(self.clf.mm))
+        self.addCleanup(self.clf.mm.close)
+
+    def test_failing_position_with_pwrite(self) -> None:
+        """The record went in with pwrite: it is taken back all the same."""
+        self.commitlog_file()
+        self.assertIsNotNone(self.put(0))
+        before = self.state()
+        object.__setattr__(self.clf, "fail", ("store_timestamp",))
+        self.assertRaises(AttributeError, self.put, 1)
+        self.assertEqual(self.state(), before)
+
+    def test_index_too_small_for_the_entries(self) -> None:
+        """An index mapping shorter than its header says: IndexError before anything is written."""
+        self.assertIsNotNone(self.put(0))
+        self.xf.mm = self.xf.mm[: self.xf._entries_base + 20 * (self.xf.index_count + 2)]  # 2 more entries
+        before = self.state()
+        self.assertRaises(IndexError, self.put, 1, "a b c d e")
+        self.assertEqual(self.state(), before)
+        for base in (-1, 2**62, -(2**62)):
+            self.xf._entries_base = base
+            self.assertRaises(IndexError, self.put, 1)
+            self.assertEqual(self.state()[1:], before[1:])
+
+    def test_positions_that_overflow(self) -> None:
+        """Positions at int64's ends take the general path (None) with nothing written."""
+        before = self.state()
+        for obj, name, value in ((self.clf, "file_from_offset", 2**63 - 10), (self.clf, "wrote_position", 2**63 - 1),
+                                 (self.cqf, "file_from_offset", 2**63 - 10), (self.cqf, "wrote_position", 2**63 - 1)):
+            old = getattr(obj, name)
+            setattr(obj, name, value)
+            self.assertIsNone(self.put(0))
+            setattr(obj, name, old)
+            self.assertEqual(self.state()[1:], before[1:])
+        self.queue_offset = 2**62
+        self.assertIsNone(self.put(0))
+        self.assertEqual(self.state(), before)
+
+    def test_short_pwrite_then_error(self) -> None:
+        """
+        pwrite writes part of the record (TOTALSIZE first) and then fails (here the file size
+        limit): OSError, and the part written is zeroed, positions unmoved.
+        """
+        self.commitlog_file()
+        self.assertIsNotNone(self.put(0))
+        before = self.state()
+        limit = self.clf.wrote_position + 50
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        try:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+            with self.assertRaises(OSError) as e:
+                self.put(1)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, handler)
+        self.assertEqual(e.exception.errno, errno.EFBIG)
+        self.assertEqual(self.state(), before)
+        self.assertIsNotNone(self.put(1))

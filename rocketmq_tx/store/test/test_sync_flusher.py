@@ -149,6 +149,38 @@ class SyncFlusherTests(SynchronousTestCase):
         self.assertEqual(results, {k: True for k in range(1, 33)})
         self.assertGreaterEqual(f.flushed, 3200)
 
+    def test_start_stop_and_wait_at_once(self) -> None:
+        """
+        start(), several stop()s and leading waiters in threads of their own (stop() and wait()
+        run without the GIL): one stop() joins the thread, the others wait for that before
+        closing the descriptors, and everybody returns. start() and stop() once read and wrote
+        `started` outside the mutex (ThreadSanitizer), and two stop()s could both join.
+        """
+        before = _open_fds()
+        for _ in range(20):
+            f = self.cls(0, 0)
+            for i in range(3):
+                f.add_file(self.fds[i], i * SIZE, (i + 1) * SIZE)
+            errors: list[BaseException] = []
+
+            def run(fn, *args) -> None:
+                try:
+                    fn(*args)
+                except RuntimeError as e:  # start() after a stop(): refused
+                    errors.append(e)
+
+            threads = [threading.Thread(target=run, args=(f.start,))]
+            threads += [threading.Thread(target=run, args=(f.wait, k * 1000, 0.5, True)) for k in range(1, 5)]
+            threads += [threading.Thread(target=run, args=(f.stop,)) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(15)
+                self.assertFalse(t.is_alive())
+            self.assertEqual(f.running, 0)
+            self.assertLessEqual(len(errors), 1)
+        self.assertEqual(_open_fds(), before)  # every duplicated descriptor closed, once
+
 
 class NativeGroupCommitTests(SynchronousTestCase):
     """GroupCommitService with a flusher attached (as a StoreDriver runs it)."""

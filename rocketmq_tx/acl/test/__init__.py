@@ -1,0 +1,1 @@
+"""Tests of rocketmq_tx.acl."""
