@@ -24,11 +24,15 @@ per process, so the pytest process stays reactor-free). JSON lines on stdout.
       PushConsumer with an orderly listener, from the first offset: like push, but the
       first delivery of every message whose body ends in ":0" is suspended (redelivered
       after 1 s); each line has "attempt" (the local delivery count).
+
+ACL 1.0: with TXCLIENT_ACCESS_KEY and TXCLIENT_SECRET_KEY in the environment, produce,
+litepull and push sign their requests with those credentials (test_acl_interop.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from twisted.internet.defer import ensureDeferred
@@ -37,6 +41,12 @@ from twisted.logger import globalLogBeginner, textFileLogObserver
 
 from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
 from rocketmq_tx.client.push import BROADCASTING, ConsumeOrderlyStatus
+
+
+def credentials() -> dict[str, str]:
+    """The clients' ACL keyword arguments, from TXCLIENT_ACCESS_KEY / TXCLIENT_SECRET_KEY."""
+    ak, sk = os.environ.get("TXCLIENT_ACCESS_KEY"), os.environ.get("TXCLIENT_SECRET_KEY")
+    return {"access_key": ak, "secret_key": sk} if ak and sk else {}
 
 
 def out(obj: object) -> None:
@@ -72,7 +82,7 @@ async def run_push(reactor, consumer: PushConsumer, timeout: str, owned=None) ->
 
 
 async def produce(reactor, namesrv: str, topic: str, count: str) -> None:  # type: ignore[no-untyped-def]
-    async with Producer("TX_PG", namesrv, reactor) as producer:
+    async with Producer("TX_PG", namesrv, reactor, **credentials()) as producer:
         for i in range(int(count)):
             msg = Message(topic, f"tx-{i}".encode())
             msg.tags, msg.keys = ("TagA" if i % 2 == 0 else "TagB"), [f"tk-{i}"]
@@ -86,7 +96,7 @@ async def produce(reactor, namesrv: str, topic: str, count: str) -> None:  # typ
 
 async def litepull(reactor, namesrv: str, group: str, topic: str, count: str, timeout: str) -> None:  # type: ignore[no-untyped-def]
     consumer = LitePullConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
-                                auto_commit=False)
+                                auto_commit=False, **credentials())
     async with consumer:
         queues = await consumer.fetch_queues(topic)
         consumer.assign(queues)
@@ -107,7 +117,8 @@ async def litepull(reactor, namesrv: str, group: str, topic: str, count: str, ti
 async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # type: ignore[no-untyped-def]
                max_reconsume_times: str | None = None) -> None:
     consumer = PushConsumer(group, namesrv, reactor, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
-                            max_reconsume_times=-1 if max_reconsume_times is None else int(max_reconsume_times))
+                            max_reconsume_times=-1 if max_reconsume_times is None else int(max_reconsume_times),
+                            **credentials())
     status = ConsumeStatus.CONSUME_SUCCESS if max_reconsume_times is None else ConsumeStatus.RECONSUME_LATER
     consumer.subscribe(topic, "*")
 

@@ -44,6 +44,23 @@ TX_TLS_SERVER; the clients: JAVA_TLS_CLIENT and a BlockingProducer over TLS). It
 TLS / plaintext per target and (tx ratio) / (Java ratio), above 1 when TLS costs rocketmq_tx
 less than Java, and writes ``bench/broker/results-tls-<UTC timestamp>.json``. ``--rounds N``
 repeats it, every other round TLS first, and adds the means over the rounds.
+
+``--acl`` (ACL compare) is the same comparison with ACL instead of TLS: for each target,
+without ACL and then with it (every other round the other way round), each on fresh
+processes: a ``--warmup``, then the Producer with 1 and with 64 threads (``--seconds``
+each after the first report). With ACL both brokers read the same ``plain_acl.yml`` (one
+account, PUB|SUB on every topic and group; ACL_YML) and the Producer signs every request
+with Java's ``AclClientRPCHook`` (its ``-a true -ak -sk`` options; the start-up probe and
+the topic maker sign too). rocketmq_tx: ``aclEnable=true``. Java 4.9.7 (``--java-broker
+4.9.7``): ``aclEnable=true``, ACL 1.0, the same checks as ours. Java 5.5.0: 5.x has no ACL 1.0
+(its ``aclEnable`` is read and ignored), so it runs ACL 2.0 (authentication and
+authorization) with ``migrateAuthFromV1Enabled`` importing the same plain_acl.yml, 5.x's way
+of serving such a file (JAVA5_ACL). Before measuring, a send signed with a wrong secret must
+be refused, or the run stops. Besides send TPS and RT it records the broker's and the
+Producer's CPU time per message in each measured phase (/proc, :func:`run_producer`).
+It prints ACL / plain per target and (tx ratio) / (Java ratio),
+above 1 when ACL costs rocketmq_tx relatively less than Java, with the medians over
+``--rounds``, and writes ``bench/broker/results-acl-<UTC timestamp>.json``.
 """
 
 from __future__ import annotations
@@ -138,6 +155,38 @@ JAVA_TLS_CLIENT = ("-Dtls.enable=true", "-Dtls.test.mode.enable=true", "-Dtls.co
 #: the separate broker also gets tls.enable=true, standalone registers over TLS by itself).
 TX_TLS_SERVER = ("tls.server.mode=enforcing", "tls.config.file=")
 
+# ACL (--acl): one account, allowed everything a Producer needs, in every broker's
+# $ROCKETMQ_HOME/conf/plain_acl.yml; every client signs with it.
+ACL_ACCESS_KEY = "benchUser01"
+ACL_SECRET_KEY = "benchSecret1"
+ACL_YML = (f"accounts:\n- accessKey: {ACL_ACCESS_KEY}\n  secretKey: {ACL_SECRET_KEY}\n  admin: false\n"
+           "  defaultTopicPerm: PUB|SUB\n  defaultGroupPerm: PUB|SUB\n")
+#: broker.conf keys of the Java 4.9.7 broker and ours: ACL 1.0.
+ACL_SERVER = {"aclEnable": "true"}
+#: broker.conf keys of the Java 5.5.0 broker: ACL 2.0, its users and ACLs migrated from plain_acl.yml.
+JAVA5_ACL = {
+    "authenticationEnabled": "true",
+    "authenticationProvider": "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
+    "authenticationMetadataProvider":
+        "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider",
+    "authorizationEnabled": "true",
+    "authorizationProvider": "org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider",
+    "authorizationMetadataProvider":
+        "org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider",
+    "migrateAuthFromV1Enabled": "true",
+}
+#: The Producer's options for signing (the benchmark tool's own -a/-ak/-sk).
+ACL_PRODUCER_ARGS = ("-a", "true", "-ak", ACL_ACCESS_KEY, "-sk", ACL_SECRET_KEY)
+
+
+def write_acl_file(home: Path) -> None:
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "conf" / "plain_acl.yml").write_text(ACL_YML)
+
+
+def java_acl_settings(version: str) -> dict[str, str]:
+    return dict(JAVA5_ACL) if version.startswith("5.") else dict(ACL_SERVER)
+
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -204,8 +253,12 @@ class BenchHome(rocketmq_java.JavaHome):
 
 # --------------------------------------------------------------------------- readiness probe
 
-def py_producer(group: str, namesrv_addr: str, tls: bool = False, **kwargs) -> BlockingProducer:
-    """A BlockingProducer (the probe and topic maker); *tls*: over TLS, test mode (no verification)."""
+def py_producer(group: str, namesrv_addr: str, tls: bool = False, acl: bool = False, **kwargs) -> BlockingProducer:
+    """A BlockingProducer (the probe and topic maker); *tls*: over TLS, test mode (no verification);
+    *acl*: signing with the bench account."""
+    if acl:
+        kwargs.setdefault("access_key", ACL_ACCESS_KEY)
+        kwargs.setdefault("secret_key", ACL_SECRET_KEY)
     producer = BlockingProducer(group, namesrv_addr, **kwargs)
     if tls:  # BlockingProducer has no TLS option; its remoting client does
         producer.client.remoting.close()
@@ -217,10 +270,11 @@ def py_producer(group: str, namesrv_addr: str, tls: bool = False, **kwargs) -> B
 class FirstAck(threading.Thread):
     """Sends one small message through *namesrv_addr* every 20 ms until the broker acknowledges one."""
 
-    def __init__(self, namesrv_addr: str, timeout: float = 180.0, tls: bool = False) -> None:
+    def __init__(self, namesrv_addr: str, timeout: float = 180.0, tls: bool = False, acl: bool = False) -> None:
         super().__init__(name="first-ack", daemon=True)
         self.namesrv_addr = namesrv_addr
         self.tls = tls
+        self.acl = acl
         self.timeout = timeout
         self.acked_at: Optional[float] = None
         self.attempts = 0
@@ -229,7 +283,7 @@ class FirstAck(threading.Thread):
 
     def run(self) -> None:
         deadline = time.monotonic() + self.timeout
-        with py_producer("bench_startup_probe", self.namesrv_addr, self.tls, send_timeout=1.0,
+        with py_producer("bench_startup_probe", self.namesrv_addr, self.tls, self.acl, send_timeout=1.0,
                          retry_times_when_send_failed=0) as producer:
             while not self._cancelled.is_set() and time.monotonic() < deadline:
                 self.attempts += 1
@@ -279,7 +333,8 @@ def broker_jvm(heap: str) -> tuple[str, ...]:
                  for a in BROKER_JVM)
 
 
-def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls: bool = False) -> Target:
+def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls: bool = False,
+               acl: bool = False) -> Target:
     ns_home = BenchHome("bench-broker-java-namesrv", NAMESRV_JVM)
     port = jh.free_port()
     conf = ns_home.root / "namesrv.properties"
@@ -291,14 +346,17 @@ def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls:
     ns_boot = time.monotonic() - t
     addr = f"127.0.0.1:{port}"
     broker = None
-    probe = FirstAck(addr, tls=tls)
+    probe = FirstAck(addr, tls=tls, acl=acl)
     try:
         broker_home = BenchHome("bench-broker-java-broker", broker_jvm(heap))
+        if acl:
+            write_acl_file(broker_home.root)
         probe.start()
         t0 = time.monotonic()
         broker, broker_addr, _ = rocketmq_java.start_broker(
             classpath, addr, broker_name="bench-broker", cluster="BenchCluster", home=broker_home,
-            store_root=store, commitlog_size=1 << 30, extra=BROKER_SETTINGS,
+            store_root=store, commitlog_size=1 << 30,
+            extra={**BROKER_SETTINGS, **(java_acl_settings(version) if acl else {})},
             props={**JAVA_TLS_SERVER, "tls.enable": "true"} if tls else None)
         boot_line = time.monotonic() - t0
         startup = probe.result(t0, broker.proc)
@@ -315,11 +373,12 @@ def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls:
 
     return Target(f"Java {version}", addr, broker.pid, namesrv.pid, startup, stop,
                   {"namesrv_boot_s": round(ns_boot, 3), "broker_boot_success_line_s": round(boot_line, 3),
-                   "broker_addr": broker_addr, "broker_jvm": list(broker_jvm(heap)), "tls": tls})
+                   "broker_addr": broker_addr, "broker_jvm": list(broker_jvm(heap)), "tls": tls, "acl": acl,
+                   **({"acl_settings": java_acl_settings(version)} if acl else {})})
 
 
 def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
-                     tls: bool = False) -> dict[str, Optional[list[str]]]:
+                     tls: bool = False, acl: bool = False) -> dict[str, Optional[list[str]]]:
     """
     THE rocketmq_tx command lines: edit here when the broker's flags settle.
 
@@ -329,7 +388,8 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
     ``twistd -n rocketmq-standalone`` process is both and is what start-up and RSS measure.
     *work* holds broker.conf (BROKER_SETTINGS + ports + store paths, the keys Java's
     broker.conf uses) and the store. *tls*: the servers in enforcing mode, test mode
-    (TX_TLS_SERVER), and the separate broker registering over TLS.
+    (TX_TLS_SERVER), and the separate broker registering over TLS. *acl*: ACL_SERVER, with
+    *work* as rocketmqHome (its conf/plain_acl.yml is ACL_YML).
     """
     store = work / "store"
     conf = {
@@ -338,6 +398,9 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
         "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
         **BROKER_SETTINGS,
     }
+    if acl:
+        write_acl_file(work)
+        conf.update(ACL_SERVER, rocketmqHome=str(work))
     conf_path = work / "broker.conf"
     conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
     twistd = txharness.twistd()
@@ -362,10 +425,10 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
     raise ValueError(f"unknown tx mode {mode!r}")
 
 
-def start_tx(mode: str, work: Path, tls: bool = False) -> Target:
+def start_tx(mode: str, work: Path, tls: bool = False, acl: bool = False) -> Target:
     namesrv_port = jh.free_port()
     broker_port = rocketmq_java.free_port_block()
-    argv = tx_command_lines(work, namesrv_port, broker_port, mode, tls)
+    argv = tx_command_lines(work, namesrv_port, broker_port, mode, tls, acl)
     txharness.WORK.mkdir(exist_ok=True)
     namesrv = None
     ns_boot = None
@@ -379,7 +442,7 @@ def start_tx(mode: str, work: Path, tls: bool = False) -> Target:
             raise
         ns_boot = time.monotonic() - t
     addr = f"127.0.0.1:{namesrv_port}"
-    probe = FirstAck(addr, tls=tls)
+    probe = FirstAck(addr, tls=tls, acl=acl)
     probe.start()
     t0 = time.monotonic()
     broker = txharness.TxProcess(argv["broker"], work / "broker.log")
@@ -400,6 +463,7 @@ def start_tx(mode: str, work: Path, tls: bool = False) -> Target:
 
     return Target("rocketmq_tx", addr, broker.proc.pid, namesrv.proc.pid if namesrv else None, startup, stop,
                   {"namesrv_boot_s": None if ns_boot is None else round(ns_boot, 3), "mode": mode, "tls": tls,
+                   "acl": acl,
                    "broker_argv": argv["broker"], "namesrv_argv": argv["namesrv"]})
 
 
@@ -499,11 +563,11 @@ def parse_consumer(lines: list[tuple[float, str]], until: float) -> dict:
     }
 
 
-def ensure_topic(namesrv_addr: str, topic: str, tls: bool = False) -> None:
+def ensure_topic(namesrv_addr: str, topic: str, tls: bool = False, acl: bool = False) -> None:
     """Create *topic* (4 queues, as the tools' auto-creation would) and wait for its route, so
     that no phase measures topic auto-creation, and a consumer finds its topic at once (it
     would only see an unknown topic at its next route poll, 30 s later)."""
-    with py_producer("bench_topic_maker", namesrv_addr, tls) as p:
+    with py_producer("bench_topic_maker", namesrv_addr, tls, acl) as p:
         p.send(Message(topic=topic, body=b"x" * BODY_SIZE))
         deadline = time.monotonic() + 60
         while True:
@@ -523,24 +587,51 @@ def producer_args(namesrv_addr: str, topic: str, threads: int) -> list[str]:
 FIRST_REPORT_TIMEOUT = 120.0
 
 
+def cpu_seconds(pid: Optional[int]) -> Optional[float]:
+    """User + system CPU time of process *pid* (all its threads), from /proc/<pid>/stat."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_producer(cp: str, home: rocketmq_java.JavaHome, namesrv_addr: str, topic: str, threads: int,
-                 seconds: float, warmup_only: bool = False, tls: bool = False) -> dict:
+                 seconds: float, warmup_only: bool = False, tls: bool = False, acl: bool = False,
+                 broker_pid: Optional[int] = None) -> dict:
     """The Producer until its first report (10 s after it starts), then *seconds* more (or,
     *warmup_only*, just *seconds* from its launch); *tls*: the Producer (and the topic maker)
-    over TLS."""
-    ensure_topic(namesrv_addr, topic, tls)
-    tool = Tool(cp, home, "Producer", producer_args(namesrv_addr, topic, threads),
+    over TLS; *acl*: both signing with the bench account. With *broker_pid*, also the CPU
+    time the broker and the Producer spent per message over the *seconds* after the first
+    report (CPU time over that window / (the tool's mean send TPS x the window))."""
+    ensure_topic(namesrv_addr, topic, tls, acl)
+    tool = Tool(cp, home, "Producer",
+                producer_args(namesrv_addr, topic, threads) + list(ACL_PRODUCER_ARGS if acl else ()),
                 PRODUCER_PROPS + (JAVA_TLS_CLIENT if tls else ()))
+    cpu: list[tuple[float, Optional[float], Optional[float]]] = []
     try:
         if not warmup_only:
             tool.wait_for(r"Send TPS", FIRST_REPORT_TIMEOUT)
+            cpu.append((time.monotonic(), cpu_seconds(broker_pid), cpu_seconds(tool.proc.pid)))
         time.sleep(seconds + 0.5)
+        if cpu:
+            cpu.append((time.monotonic(), cpu_seconds(broker_pid), cpu_seconds(tool.proc.pid)))
     finally:
         tool.stop()
     result = parse_producer(tool.lines)
     result["lines"] = [line for _, line in tool.lines]
     if not warmup_only and not result["reports"]:
         raise RuntimeError(f"Producer printed no figures; stderr {tool.stderr_path}:\n{tool.stderr_tail()}")
+    if len(cpu) == 2 and result.get("send_tps"):
+        (t0, b0, p0), (t1, b1, p1) = cpu
+        messages = result["send_tps"] * (t1 - t0)
+        for who, start, end in (("broker", b0, b1), ("producer", p0, p1)):
+            if start is not None and end is not None:
+                result[f"{who}_cpu_pct"] = round((end - start) / (t1 - t0) * 100, 1)
+                result[f"{who}_cpu_us_per_msg"] = round((end - start) / messages * 1e6, 2)
     return result
 
 
@@ -675,12 +766,12 @@ def _commit() -> str:
 
 
 def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls: bool,
-             bench: Callable[[Target], dict]) -> dict:
+             bench: Callable[[Target], dict], acl: bool = False) -> dict:
     """Start a fresh *kind* target (name server + broker, empty store; *tls*: enforcing, test
-    mode), run *bench* on it, stop it; the result carries the load average at start and end, or
-    the error (a failed target keeps its logs)."""
+    mode; *acl*: ACL on, see ``--acl``), run *bench* on it, stop it; the result carries the
+    load average at start and end, or the error (a failed target keeps its logs)."""
     WORK.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"broker-{kind}{'-tls' if tls else ''}-", dir=WORK))
+    work = Path(tempfile.mkdtemp(prefix=f"broker-{kind}{'-tls' if tls else ''}{'-acl' if acl else ''}-", dir=WORK))
     target = None
     result: Optional[dict] = None
     load_start = os.getloadavg()[0]
@@ -688,10 +779,12 @@ def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls:
         log(f"{name}: starting (work dir {work}; load average {load_start:.2f})")
         if kind == "java":
             target = start_java(args.java_broker, java_broker_classpath(args.java_broker, tools_cp),
-                                work / "store", args.java_heap, tls)
+                                work / "store", args.java_heap, tls, acl)
         else:
-            target = start_tx(args.tx_mode, work, tls)
+            target = start_tx(args.tx_mode, work, tls, acl)
         log(f"{name}: first acknowledged send {target.startup_s:.3f} s after spawn")
+        if acl:
+            check_acl_enforced(target)
         result = bench(target)
     except Exception as e:  # noqa: BLE001 - report the other target anyway
         traceback.print_exc()
@@ -713,28 +806,31 @@ def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls:
 # --------------------------------------------------------------------------- TLS compare (--tls)
 
 def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool,
-               thread_counts: tuple[int, ...] = (1, 64)) -> dict:
+               thread_counts: tuple[int, ...] = (1, 64), acl: bool = False, py_phase: bool = True) -> dict:
     """
     --tls: warm-up, then the Producer with each of *thread_counts* threads, over TLS if *tls*,
     and our BlockingProducer right after the 1-thread phase. The lighter phase goes first:
     after a measured 64-thread phase, the Java broker's 1-thread plaintext round trip was 40%
     longer (204 -> 280-293 us, session 8) while its TLS one was not, so the 1-thread
     comparison depended on what had run before it.
+
+    *acl*: every Producer signs. *py_phase*: False leaves the BlockingProducer phase (a TLS
+    question) out (``--acl`` runs, with ACL and without).
     """
     home = BenchHome("bench-broker-tools", TOOL_JVM)
     out: dict = {"name": target.name, "startup_s": round(target.startup_s, 3), **target.info}
     rss: dict[str, Optional[int]] = {"after_start": rss_kib(target.broker_pid)}
-    mode = "TLS" if tls else "plaintext"
+    mode = "TLS" if tls else "ACL" if acl else "plaintext" if py_phase else "plain"
     if warmup > 0:
         log(f"{target.name} {mode}: warm-up, Producer, 64 threads, {warmup:.0f} s (not reported)")
-        out["warmup"] = run_producer(cp, home, target.namesrv_addr, "BenchWarmup", 64, warmup, True, tls)
+        out["warmup"] = run_producer(cp, home, target.namesrv_addr, "BenchWarmup", 64, warmup, True, tls, acl)
         out["warmup"].pop("lines", None)
     for threads in thread_counts:
         log(f"{target.name} {mode}: Producer, {threads} thread(s), first report + {seconds:.0f} s")
         out[f"send_{threads}"] = run_producer(cp, home, target.namesrv_addr, f"BenchSend{threads}", threads,
-                                              seconds, tls=tls)
+                                              seconds, tls=tls, acl=acl, broker_pid=target.broker_pid)
         rss[f"after_send_{threads}"] = rss_kib(target.broker_pid)
-        if threads == 1:  # beside the Java Producer's 1-thread phase, for client_bound
+        if threads == 1 and py_phase:  # beside the Java Producer's 1-thread phase, for client_bound
             log(f"{target.name} {mode}: BlockingProducer, 1 thread, {seconds:.0f} s")
             out["py_send_1"] = py_send_loop(target.namesrv_addr, "BenchSend1", seconds, tls)
     out["broker_rss_kib"] = rss
@@ -787,25 +883,28 @@ def _ratio(a: object, b: object) -> Optional[float]:
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
 
 
-def tls_report(results: dict[str, dict[str, dict]]) -> str:
+def tls_report(results: dict[str, dict[str, dict]], feature: str = "TLS", key: str = "tls",
+               rows_spec: Optional[list] = None) -> str:
     """One row per figure: plaintext, TLS and TLS/plaintext for each target, then
-    (tx TLS/plaintext) / (Java TLS/plaintext): above 1 when TLS costs tx less than Java."""
+    (tx TLS/plaintext) / (Java TLS/plaintext): above 1 when TLS costs tx less than Java.
+    *feature*, *key*, *rows_spec*: the same for another feature (``--acl``: "ACL", "acl", ACL_ROWS)."""
     names = list(results)
     tx_name = "rocketmq_tx" if "rocketmq_tx" in results else None
     java_name = next((n for n in names if n.startswith("Java")), None)
+    plain_label = "plaintext" if key == "tls" else "plain"
     headers = ["figure"]
     for n in names:
-        headers += [f"{n} plaintext", f"{n} TLS", f"{n} TLS / plaintext"]
+        headers += [f"{n} {plain_label}", f"{n} {feature}", f"{n} {feature} / {plain_label}"]
     both = tx_name is not None and java_name is not None
     if both:
         headers += ["tx ratio / Java ratio", "goal"]
     fmt = (lambda v: "" if v is None else f"{v:.3f}")
     rows = []
-    for label, getter, goal in TLS_ROWS:
+    for label, getter, goal in (TLS_ROWS if rows_spec is None else rows_spec):
         row: list[object] = [label]
         ratios = {}
         for n in names:
-            plain, tls = results[n].get("plain"), results[n].get("tls")
+            plain, tls = results[n].get("plain"), results[n].get(key)
             a, b = _get(plain, getter), _get(tls, getter)
             ratios[n] = None if "no ratio" in label else _ratio(b, a)
             row += ["failed" if a is None and plain and "error" in plain else "n/m" if a is None else a,
@@ -815,7 +914,7 @@ def tls_report(results: dict[str, dict[str, dict]]) -> str:
             row += [fmt(_ratio(ratios[tx_name], ratios[java_name])), goal]
         rows.append(row)
     text = table(headers, rows)
-    if both:
+    if both and key == "tls":
         text += "\n\n" + client_bound(results[tx_name], results[java_name])
     return text
 
@@ -916,6 +1015,111 @@ def main_tls(args: argparse.Namespace, targets: list[str], tools_cp: str) -> Non
     log(f"wrote {path.relative_to(ROOT)}")
 
 
+# --------------------------------------------------------------------------- ACL compare (--acl)
+
+ACL_ROWS = [
+    # label, getter, goal for (tx ACL/plain) / (Java ACL/plain)
+    ("send TPS, 64 threads", lambda r: r["send_64"]["send_tps"], ">= 1.0"),
+    ("send TPS, 1 thread", lambda r: r["send_1"]["send_tps"], ">= 1.0"),
+    ("avg RT ms, 64 threads", lambda r: r["send_64"]["avg_rt_ms"], ""),
+    ("avg RT ms, 1 thread", lambda r: r["send_1"]["avg_rt_ms"], ""),
+    ("broker CPU us per message, 64 threads", lambda r: r["send_64"]["broker_cpu_us_per_msg"], ""),
+    ("broker CPU us per message, 1 thread", lambda r: r["send_1"]["broker_cpu_us_per_msg"], ""),
+    ("Producer CPU us per message, 64 threads", lambda r: r["send_64"]["producer_cpu_us_per_msg"], ""),
+    ("send failed, 64 + 1 threads (no ratio)", lambda r: sum(r[f"send_{n}"]["send_failed"]
+                                                             + r[f"send_{n}"]["response_failed"]
+                                                             for n in (64, 1) if f"send_{n}" in r), ""),
+    ("start-up s (spawn to first ack)", lambda r: r["startup_s"], ""),
+]
+
+
+def check_acl_enforced(target: Target) -> None:
+    """--acl: a send signed with a wrong secret must be refused, or the run would measure a
+    broker that checks nothing (a Java 5.x broker ignores aclEnable, for one)."""
+    with py_producer("bench_acl_check", target.namesrv_addr, access_key=ACL_ACCESS_KEY, secret_key="notTheSecret",
+                     send_timeout=5.0, retry_times_when_send_failed=0) as producer:
+        try:
+            producer.send(Message(topic="BenchStartup", body=b"must be refused"))
+        except Exception as e:  # noqa: BLE001 - any refusal will do
+            log(f"{target.name}: a wrong signature is refused ({type(e).__name__}: {str(e)[:160]})")
+            return
+    raise RuntimeError(f"{target.name} accepted a send signed with a wrong secret: ACL is not enforced")
+
+
+def _median_of_rounds(runs: list[dict]) -> dict:
+    """The figures ACL_ROWS reads, medians over rounds (failures summed); an error if any round failed."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+
+    def median(values: list) -> Optional[float]:
+        values = [v for v in values if isinstance(v, (int, float))]
+        return round(statistics.median(values), 3) if values else None
+
+    out: dict = {"startup_s": median([r["startup_s"] for r in runs])}
+    for n in (n for n in (64, 1) if f"send_{n}" in runs[0]):
+        sends = [r[f"send_{n}"] for r in runs]
+        out[f"send_{n}"] = {"send_tps": median([s["send_tps"] for s in sends]),
+                            "avg_rt_ms": median([s["avg_rt_ms"] for s in sends]),
+                            "send_failed": sum(s["send_failed"] for s in sends),
+                            "response_failed": sum(s["response_failed"] for s in sends),
+                            **{k: median([s.get(k) for s in sends])
+                               for k in ("broker_cpu_us_per_msg", "producer_cpu_us_per_msg")}}
+    return out
+
+
+def main_acl(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    seconds = 10.0 if args.seconds is None else args.seconds
+    warmup = 10.0 if args.warmup is None else args.warmup
+    started = dt.datetime.now(dt.timezone.utc)
+    threads = (1,) if args.one_thread else (1, 64)
+    rounds: list[dict[str, dict[str, dict]]] = []
+    for k in range(args.rounds):
+        # interleaved: every other round ACL first and the targets the other way round, so
+        # that a drift of the machine's load does not always favour the same run
+        modes = (False, True) if k % 2 == 0 else (True, False)
+        order = targets if k % 2 == 0 else list(reversed(targets))
+        results: dict[str, dict[str, dict]] = {}
+        for kind in order:
+            name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+            results[name] = {}
+            for acl in modes:
+                label = f"{name} {'ACL' if acl else 'plain'}" + (f" (round {k + 1})" if args.rounds > 1 else "")
+                results[name]["acl" if acl else "plain"] = measured(
+                    kind, label, args, tools_cp, False,
+                    lambda target, acl=acl: bench_send(target, tools_cp, seconds, warmup, False, threads, acl,
+                                                       py_phase=False),
+                    acl=acl)
+        rounds.append({n: results[n] for n in sorted(results, key=lambda n: n != "rocketmq_tx")})
+    parts = []
+    for k, results in enumerate(rounds):
+        loads = "; ".join(f"{n} {'ACL' if m == 'acl' else 'plain'}: load average {r['loadavg_1min'][0]} "
+                          f"at start, {r['loadavg_1min'][1]} at end" for n, by_mode in results.items()
+                          for m, r in by_mode.items())
+        head = f"Round {k + 1} ({'plain first' if k % 2 == 0 else 'ACL first'}):\n\n" if len(rounds) > 1 else ""
+        parts.append(head + tls_report(results, "ACL", "acl", ACL_ROWS) + "\n\n" + loads)
+    if len(rounds) > 1:
+        median = {n: {m: _median_of_rounds([r[n][m] for r in rounds]) for m in ("plain", "acl")} for n in rounds[0]}
+        parts.append(f"Median of the {len(rounds)} rounds:\n\n" + tls_report(median, "ACL", "acl", ACL_ROWS))
+    text = "\n\n".join(parts)
+    print(text)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    path = HERE / f"results-acl-{stamp}.json"
+    path.write_text(json.dumps({
+        "started": started.isoformat(), "commit": _commit(),
+        "command": " ".join(["python3", "bench/broker/run.py", *sys.argv[1:]]),
+        "mode": "acl-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup,
+        "tool_first_report_s": WARMUP, "body_size": BODY_SIZE, "tools": f"rocketmq-example {TOOLS_VERSION}",
+        "cpus": os.cpu_count(),
+        "acl": {"plain_acl.yml": ACL_YML, "tx_broker": ACL_SERVER, "java_broker": java_acl_settings(args.java_broker),
+                "producer_args": list(ACL_PRODUCER_ARGS), "tx_mode": args.tx_mode},
+        "broker_settings": BROKER_SETTINGS, "broker_jvm": broker_jvm(args.java_heap),
+        "namesrv_jvm": NAMESRV_JVM, "tool_jvm": TOOL_JVM,
+        "results": rounds[0] if len(rounds) == 1 else rounds, "table": text,
+    }, indent=2) + "\n")
+    log(f"wrote {path.relative_to(ROOT)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=None,
@@ -928,11 +1132,14 @@ def main() -> None:
     parser.add_argument("--tls", action="store_true",
                         help="TLS compare: send TPS (Producer, 64 and 1 threads) in plaintext and with TLS "
                              "for each target, and the ratios TLS / plaintext")
+    parser.add_argument("--acl", action="store_true",
+                        help="ACL compare: send TPS (Producer, 1 and 64 threads) without and with ACL for each "
+                             "target, the ratios ACL / plain, and their medians over --rounds")
     parser.add_argument("--one-thread", action="store_true",
-                        help="with --tls: only the 1-thread phases (the warm-up still uses 64 threads)")
+                        help="with --tls or --acl: only the 1-thread phases (the warm-up still uses 64 threads)")
     parser.add_argument("--rounds", type=int, default=1,
-                        help="--tls: repeat the whole comparison N times, every other round TLS first; "
-                             "also prints the means over the rounds")
+                        help="--tls, --acl: repeat the whole comparison N times, every other round TLS (ACL) "
+                             "first; also prints the means (--acl: medians) over the rounds")
     parser.add_argument("--targets", default="java,tx", help="comma-separated, in order: java, tx")
     parser.add_argument("--java-broker", default=TOOLS_VERSION, help=f"{TOOLS_VERSION} (default) or 4.9.7")
     parser.add_argument("--java-heap", default="8g",
@@ -952,8 +1159,13 @@ def main() -> None:
     # The start-up probe's refused connections are expected; keep the blocking client quiet.
     logging.getLogger("rocketmq_tx").setLevel(logging.ERROR)
     tools_cp = tools_classpath()
+    if args.tls and args.acl:
+        parser.error("--tls and --acl are separate comparisons")
     if args.tls:
         main_tls(args, targets, tools_cp)
+        return
+    if args.acl:
+        main_acl(args, targets, tools_cp)
         return
     seconds = 20.0 if args.seconds is None else args.seconds
     warmup = 15.0 if args.warmup is None else args.warmup

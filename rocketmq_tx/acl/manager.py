@@ -68,7 +68,7 @@ from rocketmq_tx.acl.plainacl import (
     write_atomic,
 )
 from rocketmq_tx.acl.resources import ADMIN_CODES, STRICT_ADMIN_CODES, TRACE_TOPIC, needed_resources
-from rocketmq_tx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_MSG_QUERY_FLAG, V4_9_3, content_to_sign
+from rocketmq_tx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_MSG_QUERY_FLAG, V4_9_3, fields_content
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import java_string_hash
 from rocketmq_tx.common.route import DataVersion
@@ -332,7 +332,7 @@ class PlainPermissionManager:
         if account.white.match(host):
             return
         exclude = _OLD_CLIENT_EXCLUDE if request.version <= V4_9_3 else _NO_UNIQUE
-        if not account.signer.verify(content_to_sign(ext, request.body, exclude), ext.get(SIGNATURE)):
+        if not account.signer.verify_request(fields_content(ext, exclude), request.body, ext.get(SIGNATURE)):
             raise AclError(f"Check signature failed for accessKey={access_key}", SIGNATURE_FRAME)
         if needed and needed.get(TRACE_TOPIC) == PUB:
             return

@@ -16,6 +16,7 @@ custom header is in the ext fields, so every ext field is signed.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from rocketmq_tx.remoting import RemotingCommand
 
 __all__ = [
     "ACCESS_KEY", "SECRET_KEY", "SIGNATURE", "SECURITY_TOKEN", "UNIQUE_MSG_QUERY_FLAG", "V4_9_3",
-    "java_sorted", "content_to_sign", "calc_signature", "Signer", "SessionCredentials", "sign",
+    "java_sorted", "content_to_sign", "fields_content", "calc_signature", "Signer", "SessionCredentials", "sign",
     "AclClientRPCHook", "credentials_from",
 ]
 
@@ -63,6 +64,13 @@ def content_to_sign(ext_fields: Mapping[str, str | None], body: bytes = b"",
     The bytes ACL 1.0 signs: Java's ``AclUtils.combineRequestContent`` over the ext
     fields minus ``Signature`` (and minus *exclude*), then *body*.
     """
+    data = fields_content(ext_fields, exclude)
+    return data + bytes(body) if body else data
+
+
+def fields_content(ext_fields: Mapping[str, str | None], exclude: Iterable[str] = ()) -> bytes:
+    """:func:`content_to_sign` without the body (which :meth:`Signer.verify_request` hashes
+    where it lies instead of copying it)."""
     # Every request of every client goes through here on the broker: one list, one sort.
     keys = sorted(ext_fields)
     if not "".join(keys).isascii():
@@ -78,8 +86,7 @@ def content_to_sign(ext_fields: Mapping[str, str | None], body: bytes = b"",
     except TypeError:  # StringBuilder.append(null) writes "null"
         text = "".join("null" if v is None else v for v in values)
     # String.getBytes(UTF_8) writes '?' for a lone surrogate, as "replace" does.
-    data = text.encode("utf-8", "replace")
-    return data + bytes(body) if body else data
+    return text.encode("utf-8", "replace")
 
 
 def _key_bytes(secret_key: str) -> bytes:
@@ -100,18 +107,34 @@ class Signer:
     __slots__ = ("_mac",)
 
     def __init__(self, secret_key: str) -> None:
-        self._mac = hmac.new(_key_bytes(secret_key), digestmod=hashlib.sha1)
+        mac = hmac.new(_key_bytes(secret_key), digestmod=hashlib.sha1)
+        # The OpenSSL HMAC object hmac.HMAC wraps, when there is one: the same copy, update
+        # and digest without the Python wrapper (a broker checks every request with it).
+        self._mac = getattr(mac, "_hmac", None) or mac
 
-    def signature(self, data: bytes) -> str:
+    def _b64(self, data: bytes, body: bytes = b"") -> bytes:
         mac = self._mac.copy()
         mac.update(data)
-        return base64.b64encode(mac.digest()).decode("ascii")
+        if body:
+            mac.update(body)
+        return binascii.b2a_base64(mac.digest(), newline=False)
+
+    def signature(self, data: bytes) -> str:
+        return self._b64(data).decode("ascii")
+
+    def sign_request(self, fields: bytes, body: bytes) -> str:
+        """:meth:`signature` of ``fields + body`` (:func:`fields_content`, the request's body)."""
+        return self._b64(fields, body).decode("ascii")
 
     def verify(self, data: bytes, signature: str | None) -> bool:
         """``True`` when *signature* is the signature of *data* (compared in constant time)."""
+        return self.verify_request(data, b"", signature)
+
+    def verify_request(self, fields: bytes, body: bytes, signature: str | None) -> bool:
+        """:meth:`verify` of ``fields + body`` (:func:`fields_content`, the request's body)."""
         if signature is None:
             return False
-        return hmac.compare_digest(self.signature(data).encode("ascii"), signature.encode("utf-8", "replace"))
+        return hmac.compare_digest(self._b64(fields, body), signature.encode("utf-8", "replace"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +182,10 @@ def sign(command: RemotingCommand, access_key: str, secret_key: str, security_to
     ext[ACCESS_KEY] = access_key
     if security_token is not None:
         ext[SECURITY_TOKEN] = security_token
-    data = content_to_sign(ext, command.body)
-    signature = signer.signature(data) if signer is not None else calc_signature(data, secret_key)
+    if signer is None:
+        signature = calc_signature(content_to_sign(ext, command.body), secret_key)
+    else:
+        signature = signer.sign_request(fields_content(ext), command.body)
     ext[SIGNATURE] = signature
     return signature
 
