@@ -38,7 +38,6 @@ import hashlib
 import logging
 import os
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -72,6 +71,7 @@ from rocketmq_tx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_MSG_QUERY_FLAG
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import java_string_hash
 from rocketmq_tx.common.route import DataVersion
+from rocketmq_tx.common.seen import FirstSeen
 from rocketmq_tx.remoting import RemotingCommand
 
 __all__ = ["PlainPermissionManager", "Rules", "WATCH_INTERVAL", "DEFAULT_PLAIN_FILE", "acl_files"]
@@ -172,7 +172,7 @@ class PlainPermissionManager:
         self.rules = Rules(default_version=DataVersion(0, self.now_ms()))
         self._entries: dict[str, _Entry] = {}
         self._refused: dict[str, str | None] = {}
-        self._logged: OrderedDict[tuple[str | None, str | None], None] = OrderedDict()
+        self._logged = FirstSeen(self.MAX_LOGGED_CAUSES)
 
     # ------------------------------------------------------------ files
 
@@ -369,15 +369,7 @@ class PlainPermissionManager:
 
     def first_refusal(self, access_key: str | None, message: str | None) -> bool:
         """``True`` the first time this cause is seen since the rules last changed (log once)."""
-        cause = (access_key, message)
-        logged = self._logged
-        if cause in logged:
-            logged.move_to_end(cause)
-            return False
-        logged[cause] = None
-        if len(logged) > self.MAX_LOGGED_CAUSES:
-            logged.popitem(last=False)  # the least recently seen cause may be logged again
-        return True
+        return self._logged.first((access_key, message))
 
     # ------------------------------------------------------------ admin codes 50-53
 

@@ -7,7 +7,6 @@ response (Java's ``NettyRemotingAbstract.processRequestCommand``).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Callable, Mapping
 
 from twisted.internet.defer import Deferred
@@ -15,6 +14,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import Attribute, Interface
 
+from rocketmq_tx.common.seen import FirstSeen
 from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, ResponseCode
 
 __all__ = ["IRequestProcessor", "IRemotingContext", "ProcessorTable", "RefusalLog"]
@@ -72,20 +72,13 @@ class RefusalLog:
     REMARK_CHARS = 200
 
     def __init__(self, max_causes: int = MAX_CAUSES) -> None:
-        self.max_causes = max_causes
-        self._seen: OrderedDict[tuple[int, int, str], None] = OrderedDict()
+        self._seen = FirstSeen(max_causes)
 
     def note(self, peer: str, request: RemotingCommand, response: RemotingCommand) -> bool:
         """Log *response* if its cause is new; ``True`` when it was logged."""
         remark = (response.remark or "")[:self.REMARK_CHARS]
-        cause = (request.code, response.code, remark)
-        seen = self._seen
-        if cause in seen:
-            seen.move_to_end(cause)
+        if not self._seen.first((request.code, response.code, remark)):
             return False
-        seen[cause] = None
-        if len(seen) > self.max_causes:
-            seen.popitem(last=False)
         if not remark.isprintable():  # a peer's name with a newline must not forge log lines
             remark = remark.encode("unicode_escape").decode("ascii")
         log.warn("refused request code {request_code} from {peer}: response code {response_code}, {remark}",

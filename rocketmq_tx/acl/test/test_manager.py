@@ -200,7 +200,7 @@ class ReloadTests(SynchronousTestCase):
         self.assertTrue(manager.first_refusal("ak", "reason"))
         self.assertFalse(manager.first_refusal("ak", "reason"))
         self.assertTrue(manager.first_refusal("other", "reason"))
-        manager.MAX_LOGGED_CAUSES = 2
+        manager._logged.capacity = 2
         self.assertTrue(manager.first_refusal("third", "reason"))
         self.assertTrue(manager.first_refusal("ak", "reason"))  # the oldest cause was forgotten
 
