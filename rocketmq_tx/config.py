@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.test.test_config -*-
+# -*- test-case-name: rocketmq_tx.broker.test.test_config -*-
 """
 Java-style configuration: ``.properties``/``.conf`` files with the Java servers' own keys.
 

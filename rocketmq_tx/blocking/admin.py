@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from rocketmq_tx.acl import SessionCredentials, credentials_from
+from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.blocking.client import BlockingMQClient
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.route import TopicConfig, TopicRouteData
 from rocketmq_tx.remoting import adminapi
-from rocketmq_tx.remoting.adminapi import NAMESRV, Call, Plan, QueryResult, RollbackStats
+from rocketmq_tx.remoting.adminapi import Plan, QueryResult, RollbackStats
 from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, TopicStatsTable
 from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
-from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["BlockingAdmin"]
@@ -46,9 +45,9 @@ class BlockingAdmin:
     def __init__(self, namesrv_addr: str, *, timeout: float = 3.0, client_id: str | None = None,
                  tls: TlsSettings | None = None, access_key: str | None = None, secret_key: str | None = None,
                  security_token: str | None = None, credentials: SessionCredentials | None = None) -> None:
-        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
-                                       credentials=credentials_from(access_key, secret_key, security_token,
-                                                                    credentials))
+        self.client = BlockingMQClient.create(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
+                                              access_key=access_key, secret_key=secret_key,
+                                              security_token=security_token, credentials=credentials)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"namesrv_addr": self.client.namesrv_addr, "timeout": self.client.timeout,
@@ -72,15 +71,9 @@ class BlockingAdmin:
     def namesrvs(self) -> list[str]:
         return list(self.client.namesrvs.addresses)
 
-    def _invoke(self, call: Call) -> RemotingCommand:
-        timeout = self.client.timeout * call.timeout_scale
-        if call.addr is NAMESRV:
-            return self.client.invoke_namesrv(call.request, timeout)
-        return self.client.remoting.invoke(call.addr, call.request, timeout)
-
     def run(self, plan: Plan[T]) -> T:
-        """Run any plan of :mod:`rocketmq_tx.remoting.adminapi`."""
-        return adminapi.run_plan(plan, self._invoke)
+        """Run any plan of :mod:`rocketmq_tx.remoting.adminapi` (on the client's driver)."""
+        return self.client.run(plan)
 
     # ------------------------------------------------------------ cluster and topics
     def examine_broker_cluster_info(self) -> ClusterInfo:

@@ -11,57 +11,47 @@ sockets, no caches), so a driver can ship them to executors.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from rocketmq_tx.acl import AclClientRPCHook, SessionCredentials, credentials_from
 from rocketmq_tx.blocking.connection import BlockingRemotingClient
 from rocketmq_tx.common.clientroute import (
+    POLL_NAME_SERVER_INTERVAL,
     NameServerList,
-    TopicPublishInfo,
-    broker_address,
+    RouteTable,
     make_client_id,
-    publish_info,
-    select_by_hash,
     subscribe_queues,
 )
-from rocketmq_tx.common.message import Message, MessageExt, MessageQueue
-from rocketmq_tx.common.msgid import UniqueKeyGenerator, decode_offset_msg_id
+from rocketmq_tx.common.message import MessageExt, MessageQueue
+from rocketmq_tx.common.msgid import decode_offset_msg_id
 from rocketmq_tx.common.route import TopicRouteData
-from rocketmq_tx.remoting import api
-from rocketmq_tx.remoting.api import (
-    AUTO_CREATE_TOPIC_KEY,
-    DEFAULT_TOPIC_QUEUE_NUMS,
-    MQClientError,
-    PullResult,
-    SendResult,
-    SubscriptionData,
-)
-from rocketmq_tx.remoting.codes import ResponseCode
+from rocketmq_tx.remoting import api, sendapi
+from rocketmq_tx.remoting.api import MQClientError, PullResult, SubscriptionData
 from rocketmq_tx.remoting.command import RemotingCommand
-from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
+from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, run_plan
+from rocketmq_tx.remoting.sendapi import MessageQueueSelector, ProducerBase
 from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["BlockingMQClient", "BlockingProducer", "BlockingPullClient", "MessageQueueSelector"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-#: ``selector(queues, message, arg) -> queue`` for ordered sends.
-MessageQueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
-
-#: Java's ``pollNameServerInterval``: cached routes are used this long, in seconds.
-ROUTE_TTL = 30.0
+#: Cached routes are used this long, in seconds (Java's ``pollNameServerInterval``).
+ROUTE_TTL = POLL_NAME_SERVER_INTERVAL
 
 
 class BlockingMQClient:
     """
-    Routes and connections shared by a producer or pull client.
+    Routes and connections shared by a producer or pull client, and the blocking driver of
+    the plans of :mod:`rocketmq_tx.remoting.sendapi` and :mod:`~rocketmq_tx.remoting.adminapi`.
 
     :param namesrv_addr: ``"host:port;host:port"``; a failing name server is skipped.
     :param timeout: seconds per request (Java ``mqClientApiTimeout``).
     :param client_id: defaults to ``ip@pid#nanotime``.
+    :param route_ttl: seconds a route is used before it is read again on its next use.
     :param tls: talk TLS to name servers and brokers (Java's ``setUseTLS(true)``) with these
         ``tls.client.*`` settings.
     :param credentials: ACL 1.0: sign every request with these (Java's ``AclClientRPCHook``).
@@ -76,15 +66,21 @@ class BlockingMQClient:
         self.route_ttl = route_ttl
         self._given_client_id = client_id
         self.client_id = client_id or make_client_id()
-        self.namesrvs = NameServerList(namesrv_addr)
+        #: routes, brokers and name servers (:mod:`rocketmq_tx.remoting.sendapi` keeps it)
+        self.route_table = RouteTable(namesrv_addr, now=time.monotonic, interval=route_ttl)
         self.tls = tls
         self.credentials = credentials
         self.remoting = BlockingRemotingClient(
             connect_timeout=connect_timeout, tls=tls,
             rpc_hook=AclClientRPCHook(credentials) if credentials is not None else None)
-        self._routes: dict[str, tuple[float, TopicRouteData]] = {}
-        self._brokers: dict[str, str] = {}
-        self._lock = threading.RLock()
+
+    @classmethod
+    def create(cls, namesrv_addr: str, *, access_key: str | None = None, secret_key: str | None = None,
+               security_token: str | None = None, credentials: SessionCredentials | None = None,
+               **options: Any) -> BlockingMQClient:
+        """A client for a producer, pull client or admin given ACL 1.0 keys or ``credentials``."""
+        return cls(namesrv_addr, credentials=credentials_from(access_key, secret_key, security_token, credentials),
+                   **options)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"namesrv_addr": self.namesrv_addr, "timeout": self.timeout, "connect_timeout": self.connect_timeout,
@@ -104,7 +100,30 @@ class BlockingMQClient:
         """Close every connection (the object can be used again; it reconnects)."""
         self.remoting.close()
 
-    # ------------------------------------------------------------ name server
+    @property
+    def namesrvs(self) -> NameServerList:
+        return self.route_table.namesrvs
+
+    # ------------------------------------------------------------ the driver of plans
+    def run(self, plan: Plan[T], timeout: float | None = None) -> T:
+        """
+        Run a plan of :mod:`rocketmq_tx.remoting.sendapi` or :mod:`~rocketmq_tx.remoting.adminapi`.
+
+        :param timeout: seconds per request unless a call says otherwise (default :attr:`timeout`).
+        """
+        default = self.timeout if timeout is None else timeout
+
+        def invoke(call: Call) -> RemotingCommand | None:
+            if call.addr is NAMESRV:
+                return self.run(sendapi.namesrv_call(self.namesrvs, call), default)
+            if call.oneway:
+                self.remoting.invoke_oneway(call.addr, call.request)
+                return None
+            return self.remoting.invoke(call.addr, call.request, call.seconds(default))
+
+        return run_plan(plan, invoke, log.warning)
+
+    # ------------------------------------------------------------ name server and brokers
     def invoke_namesrv(self, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
         """
         Send *request* to the current name server, moving on to the next when one cannot
@@ -112,43 +131,17 @@ class BlockingMQClient:
 
         :raises RemotingError: every name server failed (the last failure).
         """
-        last: Exception | None = None
-        for addr in self.namesrvs.ordered():
-            try:
-                response = self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
-            except RemotingError as e:
-                log.warning("name server %s failed: %s", addr, e)
-                last = e
-                continue
-            self.namesrvs.succeeded(addr)
-            return response
-        assert last is not None
-        raise last
+        return self.run(sendapi.namesrv_call(self.namesrvs, Call(NAMESRV, request)), timeout)
 
     def route(self, topic: str, *, refresh: bool = False) -> TopicRouteData:
         """
-        The topic's route, cached for :attr:`route_ttl` seconds. When no name server
-        answers, a cached route is used however old it is.
+        The topic's route, cached for :attr:`route_ttl` seconds (*refresh*: read it now).
+        When no name server answers, a cached route is used however old it is.
 
         :raises MQBrokerError: TOPIC_NOT_EXIST (17) and other name-server answers.
         """
-        with self._lock:
-            cached = self._routes.get(topic)
-            if cached is not None and not refresh and time.monotonic() - cached[0] < self.route_ttl:
-                return cached[1]
-        try:
-            route = api.parse_route_response(self.invoke_namesrv(api.route_request(topic)))
-        except RemotingError:
-            if cached is not None:
-                return cached[1]
-            raise
-        with self._lock:
-            self._routes[topic] = (time.monotonic(), route)
-            for data in route.broker_datas:
-                addr = data.broker_addrs.get(0)
-                if addr:
-                    self._brokers[data.broker_name] = addr
-        return route
+        plan = sendapi.update_route if refresh else sendapi.route
+        return self.run(plan(self.route_table, topic))
 
     def broker_addr(self, broker_name: str, topic: str | None = None) -> str:
         """
@@ -157,17 +150,16 @@ class BlockingMQClient:
 
         :raises MQClientError: the broker is in no route.
         """
-        addr = self._brokers.get(broker_name)
+        addr = self.route_table.master(broker_name)
         if addr is None and topic is not None:
-            addr = broker_address(self.route(topic, refresh=True), broker_name)
+            addr = self.run(sendapi.broker_addr(self.route_table, MessageQueue(topic, broker_name, 0)))
         if addr is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         return addr
 
     def invoke_broker(self, mq: MessageQueue, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
         """Send *request* to the master of *mq*'s broker."""
-        addr = self.broker_addr(mq.broker_name, mq.topic)
-        return self.remoting.invoke(addr, request, self.timeout if timeout is None else timeout)
+        return self.run(sendapi.broker_call(self.route_table, mq, request, timeout))  # type: ignore[return-value]
 
     def fetch_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, sorted."""
@@ -203,36 +195,33 @@ class BlockingMQClient:
         return api.messages_with_keys(found, key)
 
 
-class BlockingProducer:
+class BlockingProducer(ProducerBase):
     """
-    A producer (Java ``DefaultMQProducer`` in blocking form).
+    A producer (Java ``DefaultMQProducer`` in blocking form): the methods of
+    :class:`~rocketmq_tx.remoting.sendapi.ProducerBase` (``send``, ``send_orderly``,
+    ``send_batch``, ``send_oneway``, ``publish_info``, ``fetch_publish_queues``), whose
+    plans the Twisted :class:`~rocketmq_tx.client.producer.Producer` runs too.
 
     :param group: the producer group.
     :param namesrv_addr: ``"a:9876;b:9876"``.
     :param send_timeout: seconds for one send, retries included (Java ``sendMsgTimeout``).
-    :param retry_times_when_send_failed: extra attempts, each on another broker if possible.
-    :param compress_over: bodies of at least this many bytes are zlib-compressed.
+    :param settings: ``retry_times_when_send_failed``, ``compress_over``,
+        ``max_message_size``, ``default_topic_queue_nums`` (see ``ProducerBase``).
     :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
         (and *security_token*), or with one ``credentials``.
     """
 
-    def __init__(self, group: str, namesrv_addr: str, *, send_timeout: float = 3.0,
-                 retry_times_when_send_failed: int = 2, compress_over: int = 4096,
-                 max_message_size: int = 4 * 1024 * 1024, client_id: str | None = None,
-                 default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS, tls: TlsSettings | None = None,
-                 access_key: str | None = None, secret_key: str | None = None,
-                 security_token: str | None = None, credentials: SessionCredentials | None = None) -> None:
-        self.group = group
-        self.send_timeout = send_timeout
-        self.retry_times_when_send_failed = retry_times_when_send_failed
-        self.compress_over = compress_over
-        self.max_message_size = max_message_size
-        self.default_topic_queue_nums = default_topic_queue_nums
-        self.client = BlockingMQClient(namesrv_addr, timeout=send_timeout, client_id=client_id, tls=tls,
-                                       credentials=credentials_from(access_key, secret_key, security_token,
-                                                                    credentials))
-        self.ids = UniqueKeyGenerator()
-        self._publish: dict[str, tuple[float, TopicPublishInfo]] = {}
+    def __init__(self, group: str, namesrv_addr: str, *, send_timeout: float = 3.0, client_id: str | None = None,
+                 tls: TlsSettings | None = None, access_key: str | None = None, secret_key: str | None = None,
+                 security_token: str | None = None, credentials: SessionCredentials | None = None,
+                 **settings: Any) -> None:
+        self.client = BlockingMQClient.create(namesrv_addr, timeout=send_timeout, client_id=client_id, tls=tls,
+                                              access_key=access_key, secret_key=secret_key,
+                                              security_token=security_token, credentials=credentials)
+        super().__init__(group, self.client.route_table, send_timeout=send_timeout, **settings)
+
+    def _run(self, plan: Plan[T]) -> T:
+        return self.client.run(plan)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"group": self.group, "namesrv_addr": self.client.namesrv_addr, "send_timeout": self.send_timeout,
@@ -254,97 +243,6 @@ class BlockingProducer:
         """Close the connections."""
         self.client.close()
 
-    def publish_info(self, topic: str) -> TopicPublishInfo:
-        """
-        The topic's writable queues. A topic the name server does not know is sent through
-        the ``TBW102`` template's route so that the broker creates it (Java's behaviour).
-        """
-        cached = self._publish.get(topic)
-        if cached is not None and time.monotonic() - cached[0] < self.client.route_ttl:
-            return cached[1]
-        try:
-            info = publish_info(topic, self.client.route(topic, refresh=True))
-        except MQBrokerError as e:
-            if e.code != ResponseCode.TOPIC_NOT_EXIST:
-                raise
-            info = publish_info(topic, self.client.route(AUTO_CREATE_TOPIC_KEY),
-                                template_queue_nums=self.default_topic_queue_nums)
-        except RemotingError:
-            if cached is not None:
-                return cached[1]
-            raise
-        if info.ok:
-            self._publish[topic] = (time.monotonic(), info)
-        return info
-
-    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
-        """The queues :meth:`send` chooses from."""
-        return list(self.publish_info(topic).queues)
-
-    def send(self, msg: Message, *, queue: MessageQueue | None = None, selector: MessageQueueSelector | None = None,
-             arg: Any = None, timeout: float | None = None) -> SendResult:
-        """
-        Send *msg* and wait for the broker's answer.
-
-        Without *queue* or *selector* a failed attempt is retried up to
-        ``retry_times_when_send_failed`` times on another broker when there is one. With
-        *queue* (or a *selector*, called as ``selector(queues, msg, arg)``) the message goes to
-        that queue only, without retries, as Java's ordered sends do.
-
-        :raises MQBrokerError: the broker refused it (``.code`` is its response code).
-        :raises MQClientError: an invalid message, no route, or every attempt failed.
-        :raises RemotingError: the connection failed or timed out (single-queue sends).
-        """
-        prepared = api.prepare_message(msg, self.ids, compress_over=self.compress_over,
-                                       max_message_size=self.max_message_size)
-        return self._send(prepared, queue, selector, arg, msg, timeout)
-
-    def send_orderly(self, msg: Message, sharding_key: Any, *, timeout: float | None = None) -> SendResult:
-        """Send to the queue *sharding_key* hashes to: equal keys keep their order."""
-        return self.send(msg, selector=select_by_hash, arg=sharding_key, timeout=timeout)
-
-    def send_batch(self, messages: Sequence[Message], *, queue: MessageQueue | None = None,
-                   timeout: float | None = None) -> SendResult:
-        """Send messages of one topic as one SEND_BATCH_MESSAGE; ``msg_id`` lists their ids."""
-        prepared = api.prepare_batch(messages, self.ids)
-        return self._send(prepared, queue, None, None, messages[0], timeout)
-
-    def send_oneway(self, msg: Message, *, queue: MessageQueue | None = None) -> None:
-        """Send without waiting for (or getting) an answer."""
-        prepared = api.prepare_message(msg, self.ids, compress_over=self.compress_over,
-                                       max_message_size=self.max_message_size)
-        mq = queue or self.publish_info(prepared.topic).select_queue()
-        request = api.send_request(prepared, self.group, mq, oneway=True)
-        self.client.remoting.invoke_oneway(self.client.broker_addr(mq.broker_name, mq.topic), request)
-
-    def _send(self, prepared: api.PreparedMessage, queue: MessageQueue | None, selector: MessageQueueSelector | None,
-              arg: Any, msg: Message, timeout: float | None) -> SendResult:
-        timeout = self.send_timeout if timeout is None else timeout
-        if selector is not None:
-            queues = self.fetch_publish_queues(prepared.topic)
-            if not queues:
-                raise MQClientError(f"No route info for this topic, {prepared.topic}")
-            queue = selector(queues, msg, arg)
-        if queue is not None:
-            return self._send_to(prepared, queue, timeout)
-        info = self.publish_info(prepared.topic)
-        if not info.ok:
-            raise MQClientError(f"No route info of this topic: {prepared.topic}")
-        plan = api.SendRetryPlan(info, self.retry_times_when_send_failed, timeout, time.monotonic)
-        while (step := plan.next()) is not None:
-            mq, remaining = step
-            try:
-                return self._send_to(prepared, mq, remaining)
-            except (MQBrokerError, RemotingError, MQClientError) as e:
-                plan.failed(mq, e)
-                log.warning("send to %s failed (attempt %d): %s", mq, plan.tried, e)
-        raise plan.give_up()
-
-    def _send_to(self, prepared: api.PreparedMessage, mq: MessageQueue, timeout: float) -> SendResult:
-        request = api.send_request(prepared, self.group, mq)
-        response = self.client.invoke_broker(mq, request, timeout)
-        return api.parse_send_response(response, mq, prepared.msg_id)
-
 
 class BlockingPullClient:
     """
@@ -360,9 +258,9 @@ class BlockingPullClient:
                  tls: TlsSettings | None = None, access_key: str | None = None, secret_key: str | None = None,
                  security_token: str | None = None, credentials: SessionCredentials | None = None) -> None:
         self.group = group
-        self.client = BlockingMQClient(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
-                                       credentials=credentials_from(access_key, secret_key, security_token,
-                                                                    credentials))
+        self.client = BlockingMQClient.create(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
+                                              access_key=access_key, secret_key=secret_key,
+                                              security_token=security_token, credentials=credentials)
         self._subscriptions: dict[tuple[str, str], SubscriptionData] = {}
 
     def __getstate__(self) -> dict[str, Any]:

@@ -163,6 +163,30 @@ class BrokerController:
         else:
             self.register_increment([tc])
 
+    def when_registered(self, topic: str) -> Deferred | None:
+        """
+        ``None`` when no registration carrying *topic* is waiting or in flight; else a
+        Deferred that fires with ``None`` once the name servers have answered it, or it
+        failed, or ``registerBrokerTimeoutMills`` passed (Java's ``registerBrokerAll`` waits
+        as long for its name servers). A send that created its topic answers after it.
+        """
+        if self.registrar is None:
+            return None
+        registered = self.registrar.when_registered(topic)
+        if registered is None:
+            return None
+        done: Deferred = Deferred()
+
+        def settle(_: Any = None) -> None:
+            if call.active():
+                call.cancel()
+            if not done.called:
+                done.callback(None)
+
+        call = self.reactor.callLater(self.settings["registerBrokerTimeoutMills"] / 1000.0, settle)
+        registered.addBoth(settle)
+        return done
+
     # ------------------------------------------------------------------ puts
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult | Deferred:

@@ -13,6 +13,12 @@ in one increment, full requests collapse into one. A failed or refused registrat
 the lane unsynced: its next registration carries the whole table (so no topic of the failed
 one is lost), tried again after a backoff (1 s doubling to 30 s) or at the next full request.
 
+:meth:`BrokerRegistrar.when_registered` gives a Deferred that fires once the registration
+carrying a topic (pending or in flight) has been answered, or has failed, at every name server.
+A send that created its topic is answered only then, as Java's ``createTopicInSendMessageMethod``
+calls ``registerBrokerAll`` before the send is answered, so the producer's next route lookup
+(or a consumer's) finds the topic. A name server backing off after a failure is not waited for.
+
 The whole table also goes, instead of an increment, over a connection that did not carry a
 successful full registration: a new connection may reach a name server that restarted and
 knows nothing of this broker. A 4.9 name server (and ours) applies a table only when the
@@ -53,6 +59,10 @@ class _Lane:
     pending: dict[str, None] = field(default_factory=dict)
     #: register_all() callers waiting for this lane's next full registration
     waiters: list[Deferred] = field(default_factory=list)
+    #: when_registered() callers waiting for the next registration (it carries their topics)
+    increment_waiters: list[Deferred] = field(default_factory=list)
+    #: the registration in flight
+    attempt: Any = None
     #: the connection over which the last full registration succeeded (None: send the whole table)
     synced: Any = None
     #: a registration failed: try again (the whole table) once the backoff is over
@@ -103,7 +113,8 @@ class BrokerRegistrar:
             self._call.cancel()
         self._call = None
         for lane in self.lanes.values():  # nobody waits for what will not be sent
-            waiters, lane.waiters = lane.waiters, []
+            waiters, lane.waiters = lane.waiters + lane.increment_waiters, []
+            lane.increment_waiters = []
             for d in waiters:
                 d.callback(None)
 
@@ -116,6 +127,32 @@ class BrokerRegistrar:
         for lane in self._current_lanes():
             lane.pending.update(dict.fromkeys(names))
         self._soon()
+
+    def when_registered(self, topic: str) -> Deferred | None:
+        """
+        ``None`` when no registration carrying *topic* is waiting or in flight; else a Deferred
+        that fires with ``None`` once each name server has answered it or it failed there. A
+        name server backing off after a failure is not waited for (it gets the topic with the
+        whole table when it is back), nor is anything before :meth:`start`.
+        """
+        if not self.running:
+            return None
+        now = self.clock.seconds()
+        waits: list[Deferred] = []
+        for lane in self._current_lanes():
+            if lane.retry and now < lane.not_before:
+                continue
+            d: Deferred = Deferred()
+            if topic in lane.pending:
+                lane.increment_waiters.append(d)
+            elif lane.attempt is not None and (lane.attempt.full or topic in lane.attempt.names):
+                lane.attempt.waiters.append(d)
+            else:
+                continue
+            waits.append(d)
+        if not waits:
+            return None
+        return defer.gatherResults(waits).addCallback(lambda _: None)
 
     def register_all(self) -> Deferred:
         """Send the whole table to every name server now (after the registration in flight,
@@ -143,7 +180,8 @@ class BrokerRegistrar:
     def _current_lanes(self) -> list[_Lane]:
         addrs = namesrv_addresses(self.settings["namesrvAddr"])
         for addr in [a for a in self.lanes if a not in addrs]:  # namesrvAddr changed
-            for d in self.lanes.pop(addr).waiters:
+            gone = self.lanes.pop(addr)
+            for d in gone.waiters + gone.increment_waiters:
                 d.callback(None)
         return [self.lanes.setdefault(addr, _Lane(addr)) for addr in addrs]
 
@@ -174,10 +212,12 @@ class BrokerRegistrar:
     def _send(self, lane: _Lane) -> None:
         # The attempt takes what the lane asked for now; what comes later waits for the next.
         lane.in_flight = True
-        attempt = _Attempt(lane.full or lane.retry, list(lane.pending), lane.waiters)
+        attempt = _Attempt(lane.full or lane.retry, list(lane.pending), lane.waiters + lane.increment_waiters)
         lane.pending.clear()
         lane.waiters = []
+        lane.increment_waiters = []
         lane.full = lane.retry = False
+        lane.attempt = attempt
         d = defer.maybeDeferred(self._api().connection, lane.addr)
         d.addCallback(self._register, lane, attempt)
         d.addBoth(self._registered, lane, attempt)
@@ -207,6 +247,7 @@ class BrokerRegistrar:
 
     def _registered(self, result: Any, lane: _Lane, attempt: _Attempt) -> None:
         lane.in_flight = False
+        lane.attempt = None
         ok = result is None or (isinstance(result, RemotingCommand) and result.code == ResponseCode.SUCCESS)
         if ok:
             lane.backoff = 0.0

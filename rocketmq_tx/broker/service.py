@@ -12,7 +12,6 @@ from typing import Any, Hashable
 
 from twisted.application import internet, service
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 from twisted.logger import Logger
 
 from rocketmq_tx.acl import WATCH_INTERVAL as ACL_WATCH_INTERVAL
@@ -27,6 +26,7 @@ from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
 from rocketmq_tx.net.service import ListeningService
 from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
+from rocketmq_tx.net.transport import ServerEndpoint
 from rocketmq_tx.store import StoreDriver
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
@@ -94,8 +94,7 @@ class BrokerService(service.MultiService):
                                             idle_timeout=settings["serverChannelMaxIdleTimeSeconds"] or None,
                                             on_connection_lost=self._connection_lost)
             self.factories.append(factory)
-            endpoint_type = TCP6ServerEndpoint if ":" in host else TCP4ServerEndpoint
-            endpoint = endpoint_type(reactor, port, backlog=settings["serverSocketBacklog"], interface=host)
+            endpoint = ServerEndpoint(reactor, port, backlog=settings["serverSocketBacklog"], interface=host)
             listener = ListeningService(label, endpoint, TlsModeFactory(factory, tls.mode, tls_context, reactor),
                                         reactor)
             listener.setServiceParent(self)

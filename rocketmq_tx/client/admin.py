@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, succeed
-from twisted.python.failure import Failure
+from twisted.internet.defer import Deferred
 
 from rocketmq_tx.acl import SessionCredentials
-from rocketmq_tx.client.instance import MQClientInstance, client_credentials
+from rocketmq_tx.client.instance import InstanceUser, MQClientInstance
 from rocketmq_tx.common.route import TopicConfig
 from rocketmq_tx.remoting import adminapi
-from rocketmq_tx.remoting.adminapi import NAMESRV, Call, Plan
-from rocketmq_tx.remoting.errors import RemotingError
+from rocketmq_tx.remoting.adminapi import Plan
 from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["MQAdmin"]
@@ -28,7 +26,7 @@ __all__ = ["MQAdmin"]
 T = TypeVar("T")
 
 
-class MQAdmin:
+class MQAdmin(InstanceUser):
     """
     The admin operations of issue 6; each method's Deferred fires with the value its
     blocking twin returns, or fails with the same
@@ -50,69 +48,20 @@ class MQAdmin:
                  timeout: float = 3.0, tls: TlsSettings | None = None,
                  access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
                  credentials: SessionCredentials | None = None) -> None:
-        if reactor is None and instance is None:
-            from twisted.internet import reactor as default_reactor
-
-            reactor = default_reactor
-        self._own_instance = instance is None
-        creds = client_credentials(instance, access_key, secret_key, security_token, credentials)
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls, credentials=creds)
-        self.reactor = self.instance.reactor
+        super().__init__(namesrv_addr, reactor, instance=instance, timeout=timeout, tls=tls, access_key=access_key,
+                         secret_key=secret_key, security_token=security_token, credentials=credentials)
         self.timeout = timeout
 
-    # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Nothing to announce (an admin has no group); kept for symmetry with the producer."""
-
-    def stop(self) -> Deferred:
-        """Close the instance's connections if the instance is ours."""
-        if self._own_instance:
-            return self.instance.stop()
-        return succeed(None)
-
-    async def __aenter__(self) -> MQAdmin:
-        self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        """Nothing to start: an admin has no group to announce and needs no timers."""
 
     @property
     def namesrvs(self) -> list[str]:
         return list(self.instance.namesrvs.addresses)
 
-    # ------------------------------------------------------------ the driver
-    def _invoke(self, call: Call) -> Deferred:
-        if call.addr is NAMESRV:
-            return self.instance.invoke_namesrv(call.request)
-        return self.instance.remoting.invoke(call.addr, call.request, self.timeout * call.timeout_scale)
-
-    @inlineCallbacks
-    def run(self, plan: Plan[T]):  # type: ignore[no-untyped-def]
+    def run(self, plan: Plan[T]) -> Deferred:
         """Run any plan of :mod:`rocketmq_tx.remoting.adminapi`; the calls of a list go out together."""
-        reply: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                step = plan.throw(error) if error is not None else plan.send(reply)
-            except StopIteration as stop:
-                return stop.value
-            reply, error = None, None
-            if isinstance(step, list):
-                results = yield DeferredList([self._invoke(call) for call in step], consumeErrors=True)
-                reply = [value if ok else self._transport_error(value) for ok, value in results]
-            else:
-                try:
-                    reply = yield self._invoke(step)
-                except RemotingError as e:
-                    error = e
-
-    @staticmethod
-    def _transport_error(failure: Failure) -> RemotingError:
-        # A list step reports transport failures in place; anything else is a bug: raise it.
-        if not failure.check(RemotingError):
-            failure.raiseException()
-        return failure.value  # type: ignore[no-any-return]
+        return self.instance.run(plan, self.timeout)
 
     # ------------------------------------------------------------ cluster and topics
     def examine_broker_cluster_info(self) -> Deferred:

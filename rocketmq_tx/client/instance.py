@@ -5,38 +5,41 @@ consumer of one process and client id: name-server fail-over, the topic route ca
 refreshed every 30 s, heartbeats to every broker every 30 s, and the table of live
 brokers (a broker that left every route is dropped).
 
+It is also the Twisted driver of the plans of :mod:`rocketmq_tx.remoting.sendapi` and
+:mod:`rocketmq_tx.remoting.adminapi` (:meth:`MQClientInstance.run`): route lookups,
+fail-over and sends are written once there, and the blocking client runs the same plans.
 Everything runs on the injected reactor, so tests drive it with a ``MemoryReactorClock``.
-Requests are built and parsed by :mod:`rocketmq_tx.remoting.api`, shared with the
-blocking client.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, succeed
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rocketmq_tx.acl import AclClientRPCHook, SessionCredentials, credentials_from
-from rocketmq_tx.common.clientroute import NameServerList, make_client_id
+from rocketmq_tx.common.clientroute import POLL_NAME_SERVER_INTERVAL, NameServerList, RouteTable, make_client_id
 from rocketmq_tx.common.message import MessageQueue
-from rocketmq_tx.common.route import MASTER_ID, TopicRouteData
+from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.dispatch import ProcessorTable
 from rocketmq_tx.remoting import RemotingCommand
-from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting import api, sendapi
 from rocketmq_tx.remoting.api import ConsumerData, HeartbeatData, MQClientError
 from rocketmq_tx.remoting.errors import RemotingError
+from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, Warn
 from rocketmq_tx.tlsconfig import TlsSettings
 
-__all__ = ["MQClientInstance", "POLL_NAME_SERVER_INTERVAL", "HEARTBEAT_BROKER_INTERVAL", "client_credentials"]
+__all__ = ["MQClientInstance", "InstanceUser", "POLL_NAME_SERVER_INTERVAL", "HEARTBEAT_BROKER_INTERVAL",
+           "client_credentials"]
 
 log = Logger()
+T = TypeVar("T")
 
-#: Java ``pollNameServerInterval``, seconds.
-POLL_NAME_SERVER_INTERVAL = 30.0
 #: Java ``heartbeatBrokerInterval``, seconds.
 HEARTBEAT_BROKER_INTERVAL = 30.0
 
@@ -62,7 +65,8 @@ class MQClientInstance:
         self.credentials = credentials
         self.client_id = client_id or make_client_id()
         self.timeout = timeout
-        self.namesrvs = NameServerList(namesrv_addr)
+        #: routes, brokers and name servers (:mod:`rocketmq_tx.remoting.sendapi` keeps it)
+        self.route_table = RouteTable(namesrv_addr, now=reactor.seconds, interval=poll_name_server_interval)
         self.processors = remoting.processors if remoting is not None else ProcessorTable()
         hook = AclClientRPCHook(credentials) if credentials is not None else None
         self.remoting = remoting or RemotingClient(reactor, self.processors, tls=tls,  # type: ignore[arg-type]
@@ -71,15 +75,9 @@ class MQClientInstance:
             remoting.rpc_hook = hook
         self.poll_name_server_interval = poll_name_server_interval
         self.heartbeat_interval = heartbeat_interval
-        #: topic -> its last route
-        self.routes: dict[str, TopicRouteData] = {}
-        #: broker name -> {broker id -> address}, from the current routes
-        self.brokers: dict[str, dict[int, str]] = {}
         self.producer_groups: set[str] = set()
         #: consumer group -> a callable giving its current ConsumerData
         self.consumers: dict[str, Callable[[], ConsumerData]] = {}
-        #: topics whose routes are kept fresh, with how many users each has
-        self._topics: dict[str, int] = {}
         self._loops: list[LoopingCall] = []
         self._first_heartbeat: Any = None
         self.running = False
@@ -144,59 +142,78 @@ class MQClientInstance:
 
     def watch_topic(self, topic: str) -> None:
         """Keep *topic*'s route fresh from now on."""
-        self._topics[topic] = self._topics.get(topic, 0) + 1
+        self.route_table.watch(topic)
 
-    # ------------------------------------------------------------ name server
+    # ------------------------------------------------------------ the driver of plans
     @inlineCallbacks
-    def invoke_namesrv(self, request: RemotingCommand):  # type: ignore[no-untyped-def]
-        """Send to the current name server, falling over to the next ones in turn."""
-        last: Exception | None = None
-        for addr in self.namesrvs.ordered():
+    def run(self, plan: Plan[T], timeout: float | None = None):  # type: ignore[no-untyped-def]
+        """
+        Run a plan of :mod:`rocketmq_tx.remoting.sendapi` or :mod:`~rocketmq_tx.remoting.adminapi`;
+        a Deferred of its result. The calls of a list step go out together.
+
+        :param timeout: seconds per request unless a call says otherwise (default :attr:`timeout`).
+        """
+        default = self.timeout if timeout is None else timeout
+        reply: Any = None
+        error: BaseException | None = None
+        while True:
             try:
-                response = yield self.remoting.invoke(addr, request, self.timeout)
-            except RemotingError as e:
-                log.warn("name server {addr} failed: {error}", addr=addr, error=e)
-                last = e
-                continue
-            self.namesrvs.succeeded(addr)
-            return response
-        assert last is not None
-        raise last
+                step = plan.throw(error) if error is not None else plan.send(reply)
+            except StopIteration as stop:
+                return stop.value
+            reply, error = None, None
+            if isinstance(step, Warn):
+                log.warn("{message}", message=step.message)
+            elif isinstance(step, list):
+                results = yield DeferredList([self._invoke(call, default) for call in step], consumeErrors=True)
+                reply = [value if ok else _transport_error(value) for ok, value in results]
+            else:
+                try:
+                    reply = yield self._invoke(step, default)
+                except RemotingError as e:
+                    error = e
 
-    @inlineCallbacks
-    def update_route(self, topic: str):  # type: ignore[no-untyped-def]
+    def _invoke(self, call: Call, default: float) -> Deferred:
+        if call.addr is NAMESRV:
+            return self.run(sendapi.namesrv_call(self.namesrvs, call), default)
+        if call.oneway:
+            return self.remoting.invoke_oneway(call.addr, call.request)
+        return self.remoting.invoke(call.addr, call.request, call.seconds(default))
+
+    # ------------------------------------------------------------ name server and routes
+    @property
+    def namesrvs(self) -> NameServerList:
+        return self.route_table.namesrvs
+
+    @property
+    def routes(self) -> dict[str, TopicRouteData]:
+        """topic -> its last route."""
+        return self.route_table.routes
+
+    @property
+    def brokers(self) -> dict[str, dict[int, str]]:
+        """broker name -> {broker id -> address}, from the current routes."""
+        return self.route_table.brokers
+
+    def invoke_namesrv(self, request: RemotingCommand) -> Deferred:
+        """Send to the current name server, falling over to the next ones in turn."""
+        return self.run(sendapi.namesrv_call(self.namesrvs, Call(NAMESRV, request)))
+
+    def update_route(self, topic: str) -> Deferred:
         """
         Fetch *topic*'s route, cache it and refresh the broker table. If no name server
         answers, the cached route is kept and returned.
         """
-        try:
-            response = yield self.invoke_namesrv(api.route_request(topic))
-        except RemotingError:
-            if topic in self.routes:
-                return self.routes[topic]
-            raise
-        route = api.parse_route_response(response)
-        self.routes[topic] = route
-        self._rebuild_brokers()
-        return route
+        return self.run(sendapi.update_route(self.route_table, topic))
 
     def route(self, topic: str) -> Deferred:
-        """The cached route of *topic*, fetched first if there is none."""
-        if topic in self.routes:
-            return succeed(self.routes[topic])
-        return self.update_route(topic)
-
-    def _rebuild_brokers(self) -> None:
-        # Brokers that are in no route any more are offline (Java cleanOfflineBroker).
-        brokers: dict[str, dict[int, str]] = {}
-        for route in self.routes.values():
-            for data in route.broker_datas:
-                brokers.setdefault(data.broker_name, {}).update(data.broker_addrs)
-        self.brokers = brokers
+        """*topic*'s route: the cached one while fresh (30 s), else fetched."""
+        return self.run(sendapi.route(self.route_table, topic))
 
     def update_all_routes(self) -> Deferred:
         """Refresh every watched topic's route (one failure does not stop the others)."""
-        calls = [self.update_route(topic).addErrback(self._route_failed, topic) for topic in list(self._topics)]
+        calls = [self.update_route(topic).addErrback(self._route_failed, topic)
+                 for topic in sorted(self.route_table.watched)]
         return DeferredList(calls).addCallback(lambda _: None)
 
     def _route_failed(self, failure, topic: str) -> None:  # type: ignore[no-untyped-def]
@@ -204,7 +221,7 @@ class MQClientInstance:
 
     # ------------------------------------------------------------ brokers
     def _master_addresses(self) -> list[str]:
-        return sorted({addrs[MASTER_ID] for addrs in self.brokers.values() if MASTER_ID in addrs})
+        return self.route_table.master_addresses()
 
     def broker_addr(self, broker_name: str) -> str:
         """
@@ -212,19 +229,15 @@ class MQClientInstance:
 
         :raises MQClientError: the broker is in no cached route.
         """
-        addr = self.brokers.get(broker_name, {}).get(MASTER_ID)
+        addr = self.route_table.master(broker_name)
         if addr is None:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         return addr
 
-    @inlineCallbacks
-    def invoke_broker(self, mq: MessageQueue, request: RemotingCommand, timeout: float | None = None):  # type: ignore[no-untyped-def]
+    def invoke_broker(self, mq: MessageQueue, request: RemotingCommand, timeout: float | None = None, *,
+                      oneway: bool = False) -> Deferred:
         """Send *request* to the master of *mq*'s broker (refreshing the route if it is unknown)."""
-        if MASTER_ID not in self.brokers.get(mq.broker_name, {}):
-            yield self.update_route(mq.topic)
-        response = yield self.remoting.invoke(self.broker_addr(mq.broker_name), request,
-                                              self.timeout if timeout is None else timeout)
-        return response
+        return self.run(sendapi.broker_call(self.route_table, mq, request, timeout, oneway=oneway))
 
     def heartbeat_data(self) -> HeartbeatData:
         return HeartbeatData(self.client_id, sorted(self.producer_groups),
@@ -258,3 +271,47 @@ def client_credentials(instance: MQClientInstance | None, access_key: str | None
     if creds is not None and instance is not None:
         raise ValueError("a shared MQClientInstance signs with its own credentials: give them to it instead")
     return creds
+
+
+class InstanceUser:
+    """
+    What every Twisted producer, consumer and admin is built on: a client instance, shared
+    (*instance*) or its own, made from the other arguments (the reactor defaults to the
+    global one). Its own instance starts and stops with it.
+    """
+
+    def __init__(self, namesrv_addr: str = "", reactor: Any = None, *, instance: MQClientInstance | None = None,
+                 timeout: float = 3.0, tls: TlsSettings | None = None, access_key: str | None = None,
+                 secret_key: str | None = None, security_token: str | None = None,
+                 credentials: SessionCredentials | None = None) -> None:
+        if reactor is None and instance is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self._own_instance = instance is None
+        creds = client_credentials(instance, access_key, secret_key, security_token, credentials)
+        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls, credentials=creds)
+        self.reactor = self.instance.reactor
+
+    def start(self) -> None:
+        if self._own_instance:
+            self.instance.start()
+
+    def stop(self) -> Deferred:
+        if self._own_instance:
+            return self.instance.stop()
+        return succeed(None)
+
+    async def __aenter__(self):  # type: ignore[no-untyped-def]
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+def _transport_error(failure: Failure) -> RemotingError:
+    # A list step reports transport failures in place; anything else is a bug: raise it.
+    if not failure.check(RemotingError):
+        failure.raiseException()
+    return failure.value  # type: ignore[no-any-return]

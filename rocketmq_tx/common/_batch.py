@@ -2,12 +2,15 @@
 """
 SEND_BATCH_MESSAGE bodies (protocol notes §5.6; Java ``MessageDecoder.encodeMessages`` and
 ``decodeMessages``). Re-exported by :mod:`rocketmq_tx.common.messagecodec`.
+
+:func:`iter_batch_entries` is the one parser of the format: :func:`decode_batch` (clients,
+tests) and the store's batch put (``rocketmq_tx.store.commitlog.iter_batch``) both use it.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Union
 
 from rocketmq_tx.common.errors import MessageFormatError
@@ -18,7 +21,7 @@ from rocketmq_tx.common.message import (
     string_to_properties,
 )
 
-__all__ = ["encode_batch", "decode_batch"]
+__all__ = ["encode_batch", "decode_batch", "iter_batch_entries"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -52,17 +55,18 @@ def encode_batch(messages: Iterable[Message]) -> bytes:
     return b"".join(parts)
 
 
-def decode_batch(body: Buffer, topic: str = "") -> list[Message]:
+def iter_batch_entries(body: Buffer) -> Iterator[tuple[int, Buffer, Buffer]]:
     """
-    Decode a SEND_BATCH_MESSAGE body written by :func:`encode_batch` or a Java/Go/C++ client.
+    The entries of a SEND_BATCH_MESSAGE body written by :func:`encode_batch` or a Java/Go/C++
+    client, as ``(flag, body, properties)``: slices of *body*, the properties the raw
+    ``name 0x01 value 0x02`` bytes.
 
     MAGICCODE and BODYCRC are ignored, as Java ignores them; TOTALSIZE must agree with the
     lengths inside.
 
-    :param topic: stored in every returned message (the batch itself carries no topic).
-    :raises MessageFormatError: for a truncated or inconsistent entry.
+    :raises MessageFormatError: for a truncated or inconsistent entry (once the entries
+        before it have been yielded).
     """
-    messages = []
     pos = 0
     size = len(body)
     while pos < size:
@@ -81,11 +85,19 @@ def decode_batch(body: Buffer, topic: str = "") -> list[Message]:
         if total != end - pos:
             raise MessageFormatError(
                 f"batch entry at offset {pos}: TOTALSIZE {total} but the fields take {end - pos}")
-        properties = (
-            string_to_properties(str(body[body_end + 2 : end], "utf-8", "replace"))
-            if properties_length
-            else {}
-        )
-        messages.append(Message(topic, bytes(body[body_start:body_end]), flag, properties))
+        yield flag, body[body_start:body_end], body[body_end + 2 : end]
         pos = end
-    return messages
+
+
+def decode_batch(body: Buffer, topic: str = "") -> list[Message]:
+    """
+    Decode a SEND_BATCH_MESSAGE body (:func:`iter_batch_entries`) into messages.
+
+    :param topic: stored in every returned message (the batch itself carries no topic).
+    :raises MessageFormatError: for a truncated or inconsistent entry.
+    """
+    return [
+        Message(topic, bytes(entry_body), flag,
+                string_to_properties(str(properties, "utf-8", "replace")) if properties else {})
+        for flag, entry_body, properties in iter_batch_entries(body)
+    ]

@@ -1,9 +1,9 @@
 # -*- test-case-name: rocketmq_tx.common.test.test_clientroute -*-
 """
 Client-side routing without I/O, shared by the Twisted and the blocking clients: the
-name-server list and its fail-over order, a topic's queues for publishing and for
-consuming, the producer's queue selection (Java ``TopicPublishInfo`` and
-``MQFaultStrategy`` without latency tracking), and client ids.
+name-server list and its fail-over order, the route cache (:class:`RouteTable`), a
+topic's queues for publishing and for consuming, the producer's queue selection (Java
+``TopicPublishInfo`` and ``MQFaultStrategy`` without latency tracking), and client ids.
 """
 
 from __future__ import annotations
@@ -13,13 +13,16 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import MASTER_ID, PermName, TopicRouteData
 
 __all__ = [
+    "POLL_NAME_SERVER_INTERVAL",
     "NameServerList",
+    "RouteTable",
     "TopicPublishInfo",
     "publish_info",
     "select_by_hash",
@@ -61,6 +64,75 @@ class NameServerList:
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
+
+
+#: Java ``pollNameServerInterval``, seconds: how long a route is used before it is read again.
+POLL_NAME_SERVER_INTERVAL = 30.0
+
+
+class RouteTable:
+    """
+    One client's routes (Java ``MQClientInstance``'s ``topicRouteTable`` and
+    ``brokerAddrTable``): the name servers, each topic's last route and when it was last
+    read, and the brokers those routes name. Plain state on an injected clock; the plans of
+    :mod:`rocketmq_tx.remoting.sendapi` read and fill it.
+
+    A route is *fresh* for :attr:`interval` seconds after it was read, or after a read of it
+    failed: Java re-reads every route every 30 s and keeps the old one when that fails, and
+    a client without a timer (the blocking one) gets the same by re-reading on first use.
+
+    :ivar brokers: broker name -> {broker id -> address}, from the current routes only (a
+        broker that left every route is gone, Java ``cleanOfflineBroker``).
+    :ivar watched: topics whose routes a timer keeps fresh (the Twisted client's 30 s round).
+    """
+
+    def __init__(self, namesrvs: NameServerList | str, *, now: Callable[[], float] = time.monotonic,
+                 interval: float = POLL_NAME_SERVER_INTERVAL) -> None:
+        self.namesrvs = namesrvs if isinstance(namesrvs, NameServerList) else NameServerList(namesrvs)
+        self.now = now
+        self.interval = interval
+        self.routes: dict[str, TopicRouteData] = {}
+        self.brokers: dict[str, dict[int, str]] = {}
+        self.watched: set[str] = set()
+        self._read_at: dict[str, float] = {}
+
+    def cached(self, topic: str) -> TopicRouteData | None:
+        """*topic*'s last route, however old."""
+        return self.routes.get(topic)
+
+    def fresh(self, topic: str) -> TopicRouteData | None:
+        """*topic*'s route if it was read (or its re-read failed) less than :attr:`interval` ago."""
+        route = self.routes.get(topic)
+        if route is not None and self.now() - self._read_at.get(topic, float("-inf")) < self.interval:
+            return route
+        return None
+
+    def put(self, topic: str, route: TopicRouteData) -> None:
+        """*route* was just read for *topic*."""
+        self.routes[topic] = route
+        self._read_at[topic] = self.now()
+        brokers: dict[str, dict[int, str]] = {}
+        for known in list(self.routes.values()):  # a copy: another thread may put beside us
+            for data in known.broker_datas:
+                brokers.setdefault(data.broker_name, {}).update(data.broker_addrs)
+        self.brokers = brokers
+
+    def keep(self, topic: str) -> None:
+        """A re-read of *topic* failed: its last route stays fresh for another interval."""
+        if topic in self.routes:
+            self._read_at[topic] = self.now()
+
+    def master(self, broker_name: str) -> str | None:
+        """The master address of *broker_name*, if a route names it."""
+        return self.brokers.get(broker_name, {}).get(MASTER_ID)
+
+    def master_addresses(self) -> list[str]:
+        """Every master address the routes name, sorted."""
+        return sorted({addrs[MASTER_ID] for addrs in self.brokers.values() if MASTER_ID in addrs})
+
+    def watch(self, topic: str) -> None:
+        """Keep *topic*'s route fresh from now on (where a timer does that)."""
+        self.watched.add(topic)
 
 
 def broker_address(route: TopicRouteData, broker_name: str, *, master_only: bool = True) -> str | None:

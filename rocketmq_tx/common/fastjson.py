@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.remoting.test.test_fastjson -*-
+# -*- test-case-name: rocketmq_tx.common.test.test_fastjson -*-
 """
 Reading what Java's fastjson 1.x writes, and writing JSON every Java peer parses.
 

@@ -26,6 +26,8 @@ __all__ = [
     "MessageConst",
     "properties_to_string",
     "string_to_properties",
+    "java_parse_boolean",
+    "wait_store_msg_ok",
     "Message",
     "MessageExt",
     "MessageQueue",
@@ -164,6 +166,21 @@ string_to_properties: Callable[[str], dict[str, str]] = \
 _native_to_string = speedups.properties_to_string if speedups else None
 
 
+def java_parse_boolean(text: str | None) -> bool:
+    """Java ``Boolean.parseBoolean``: ``true`` in any letter case is true; anything else, ``None`` too, false."""
+    return text is not None and text.lower() == "true"
+
+
+def wait_store_msg_ok(properties: Mapping[str, str]) -> bool:
+    """
+    The ``WAIT`` property (``PROPERTY_WAIT_STORE_MSG_OK``) as Java's
+    ``Message.isWaitStoreMsgOK``: true when absent, else ``Boolean.parseBoolean`` of it.
+    Every reader of ``WAIT`` (broker, store, clients) goes through this.
+    """
+    value = properties.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
+    return value is None or java_parse_boolean(value)
+
+
 @dataclass(slots=True)
 class Message:
     """
@@ -257,10 +274,9 @@ class Message:
     @property
     def wait_store_msg_ok(self) -> bool:
         """
-        The ``WAIT`` property; true when absent, as in Java.
+        The ``WAIT`` property; true when absent, as in Java (:func:`wait_store_msg_ok`).
         """
-        value = self.properties.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
-        return value is None or value == "true"
+        return wait_store_msg_ok(self.properties)
 
     @wait_store_msg_ok.setter
     def wait_store_msg_ok(self, value: bool) -> None:

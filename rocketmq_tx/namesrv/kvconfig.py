@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.namesrv.test.test_kvconfig -*-
+# -*- test-case-name: rocketmq_tx.namesrv.test.test_processors -*-
 """
 :class:`KVConfigManager`: namespaced key-value configuration, persisted like Java's to
 ``kvConfigPath`` as ``{"configTable":{"<namespace>":{"<key>":"<value>"}}}``.

@@ -7,7 +7,6 @@ and the controller holding the state.
 from __future__ import annotations
 
 from twisted.application import internet, service
-from twisted.internet.endpoints import TCP4ServerEndpoint, TCP6ServerEndpoint
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.logger import Logger
 
@@ -18,6 +17,7 @@ from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
 from rocketmq_tx.net.service import ListeningService
 from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
+from rocketmq_tx.net.transport import ServerEndpoint
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
 __all__ = ["NamesrvService", "LABEL"]
@@ -61,9 +61,8 @@ class NamesrvService(service.MultiService):
             watch.clock = clock
             watch.setServiceParent(self)
         host = settings["bindAddress"]
-        endpoint_type = TCP6ServerEndpoint if ":" in host else TCP4ServerEndpoint
-        endpoint = endpoint_type(reactor, settings["listenPort"], backlog=settings["serverSocketBacklog"],
-                                 interface=host)
+        endpoint = ServerEndpoint(reactor, settings["listenPort"], backlog=settings["serverSocketBacklog"],
+                                  interface=host)
         self.listener = ListeningService(LABEL, endpoint, listening_factory, reactor)
         self.listener.setServiceParent(self)
         scan = internet.TimerService(settings["scanNotActiveBrokerInterval"] / 1000.0, self._scan)

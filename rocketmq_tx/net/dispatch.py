@@ -12,12 +12,12 @@ from typing import Callable, Mapping
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
-from zope.interface import Attribute, Interface
+from zope.interface import Attribute, Interface, implementer
 
 from rocketmq_tx.common.seen import FirstSeen
 from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, ResponseCode
 
-__all__ = ["IRequestProcessor", "IRemotingContext", "ProcessorTable", "RefusalLog"]
+__all__ = ["IRequestProcessor", "IRemotingContext", "Handler", "HandlerProcessor", "ProcessorTable", "RefusalLog"]
 
 log = Logger()
 
@@ -48,6 +48,31 @@ class IRequestProcessor(Interface):
 
     def reject_request() -> bool:
         """``True`` to answer SYSTEM_BUSY instead of processing (flow control)."""
+
+
+#: One request code's method: ``handler(ctx, request)`` returns what ``process_request`` does.
+Handler = Callable[[IRemotingContext, RemotingCommand], object]
+
+
+@implementer(IRequestProcessor)
+class HandlerProcessor:
+    """
+    The one dispatch style of our processors: one method per request code, and
+    :attr:`handlers` mapping the codes the processor answers to them (set in ``__init__``).
+    :meth:`ProcessorTable.register_handlers` routes those codes to it. A code without a
+    handler (only a table's default processor sees one) gets REQUEST_CODE_NOT_SUPPORTED.
+    """
+
+    handlers: dict[int, Handler]
+
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> object:
+        handler = self.handlers.get(request.code)
+        if handler is None:
+            return request.make_unsupported_response()
+        return handler(ctx, request)
+
+    def reject_request(self) -> bool:
+        return False
 
 
 #: Answers a client could be puzzled by (unsupported codes, permissions, names and
@@ -110,6 +135,18 @@ class ProcessorTable:
     def register(self, code: int, processor: IRequestProcessor) -> None:
         """Route requests with *code* to *processor*."""
         self._processors[int(code)] = processor
+
+    def register_handlers(self, processor: HandlerProcessor) -> None:
+        """
+        Route every code in *processor*'s :attr:`~HandlerProcessor.handlers` to it.
+
+        :raises ValueError: a code is routed to another processor already.
+        """
+        for code in processor.handlers:
+            other = self._processors.get(int(code))
+            if other is not None and other is not processor:
+                raise ValueError(f"code {int(code)} is {type(other).__name__}'s already")
+            self.register(code, processor)
 
     def codes(self) -> frozenset[int]:
         """Every explicitly registered code."""

@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.net.test.test_server -*-
+# -*- test-case-name: rocketmq_tx.net.test.test_client -*-
 """The server side: a factory of :class:`RemotingProtocol` sharing one processor table."""
 
 from __future__ import annotations

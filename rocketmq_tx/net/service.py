@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.testing.test.test_echo -*-
+# -*- test-case-name: rocketmq_tx.namesrv.test.test_service -*-
 """A listening service that says where it listens (port 0 is useful in tests)."""
 
 from __future__ import annotations

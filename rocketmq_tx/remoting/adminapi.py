@@ -4,28 +4,23 @@ The admin side of the protocol without I/O (Java ``DefaultMQAdminExtImpl`` over
 ``MQClientAPIImpl``): a builder and a parser per admin request code, and every admin
 operation written once as a *plan*.
 
-A plan is a generator that yields the requests it needs and is sent their responses, so
-the Twisted :class:`~rocketmq_tx.client.admin.MQAdmin` and the blocking
+A plan (:mod:`rocketmq_tx.remoting.plans`: ``yield Call(addr, request)``, ``yield [Call,
+...]``) yields the requests it needs and is sent their responses, so the Twisted
+:class:`~rocketmq_tx.client.admin.MQAdmin` and the blocking
 :class:`~rocketmq_tx.blocking.admin.BlockingAdmin` take the same steps (which route to
 read, which brokers to ask, how the answers merge, when to fall back) and differ only in
-how they move commands:
+how they move commands.
 
-* ``response = yield Call(addr, request)`` sends one request; a transport failure
-  (:class:`RemotingError`) is raised at the ``yield``. ``addr`` :data:`NAMESRV` (``None``)
-  means the name servers, with fail-over.
-* ``results = yield [Call(...), ...]`` sends them all (concurrently on Twisted) and gets a
-  list, in order, of responses or the :class:`RemotingError` each call failed with.
-
-:func:`run_plan` drives a plan with a blocking ``invoke``. Bodies and headers come from
+Bodies and headers come from
 :mod:`rocketmq_tx.remoting.adminbodies`, :mod:`rocketmq_tx.remoting.bodies` and
 :mod:`rocketmq_tx.remoting.headers`, as the broker and name server use them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.errors import MessageFormatError
@@ -64,6 +59,8 @@ from rocketmq_tx.remoting.headers.namesrv import (
     DeleteTopicFromNamesrvRequestHeader,
     PutKVConfigRequestHeader,
 )
+# The plan vocabulary is shared with the send path; re-exported here for the admin drivers.
+from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, run_plan
 
 __all__ = [
     "NAMESRV",
@@ -115,62 +112,10 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: A :class:`Call` address meaning "the name servers, with fail-over".
-NAMESRV = None
 #: ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``: the KV namespace of ordered topics' layouts.
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 #: Java's ``Long.MAX_VALUE``: the open end of a query by unique key.
 _LONG_MAX = 2 ** 63 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """
-    One request of a plan.
-
-    :ivar addr: a broker or name-server address, or :data:`NAMESRV`.
-    :ivar timeout_scale: times the driver's request timeout (Java gives GET_CONSUME_STATS
-        and QUERY_MESSAGE three times its ``timeoutMillis``).
-    """
-
-    addr: str | None
-    request: RemotingCommand
-    timeout_scale: float = 1.0
-
-
-Step = Union[Call, list[Call]]
-#: An admin operation: yields :class:`Call` s (or lists of them), returns its result.
-Plan = Generator[Step, Any, T]
-
-
-def run_plan(plan: Plan[T], invoke: Callable[[Call], RemotingCommand]) -> T:
-    """
-    Drive *plan* with a blocking *invoke* (calls of a list go one after another).
-
-    :raises: whatever the plan raises; a :class:`RemotingError` of a single call is raised
-        inside the plan first, so the plan may handle it.
-    """
-    reply: Any = None
-    error: RemotingError | None = None
-    while True:
-        try:
-            step = plan.throw(error) if error is not None else plan.send(reply)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        reply, error = None, None
-        if isinstance(step, list):
-            results: list[RemotingCommand | RemotingError] = []
-            for call in step:
-                try:
-                    results.append(invoke(call))
-                except RemotingError as e:
-                    results.append(e)
-            reply = results
-        else:
-            try:
-                reply = invoke(step)
-            except RemotingError as e:
-                error = e
 
 
 def _body_json(response: RemotingCommand, what: str) -> Any:

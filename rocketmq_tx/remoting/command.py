@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.remoting.test.test_command -*-
+# -*- test-case-name: rocketmq_tx.remoting.test.test_serialization,rocketmq_tx.remoting.test.test_framing -*-
 """
 :class:`RemotingCommand`, the one message type of the RocketMQ remoting protocol.
 

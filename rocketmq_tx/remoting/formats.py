@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.remoting.test.test_formats -*-
+# -*- test-case-name: rocketmq_tx.remoting.test.test_serialization,rocketmq_tx.remoting.test.test_framing -*-
 """
 The remoting wire formats declared once, with construct: the specification and the
 test oracle of the hand-written ``struct`` codecs in :mod:`.framing` and

@@ -22,7 +22,8 @@ from rocketmq_tx.store.status import (
     PutMessageResult,
     PutMessageStatus,
 )
-from rocketmq_tx.store.store import DefaultMessageStore, QueryMessageResult, TagsFilter
+from rocketmq_tx.store.reader import QueryMessageResult, TagsFilter
+from rocketmq_tx.store.store import DefaultMessageStore
 from rocketmq_tx.store.memory import InMemoryMessageStore
 
 __all__ = [

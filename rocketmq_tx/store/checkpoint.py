@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.test.test_checkpoint -*-
+# -*- test-case-name: rocketmq_tx.store.test.test_recovery -*-
 """
 StoreCheckpoint (Java ``StoreCheckpoint``): a 4096-byte file whose head holds the store
 times of the last flushed CommitLog message, ConsumeQueue entry and index entry (4.9), plus
@@ -46,5 +46,10 @@ class StoreCheckpoint:
     def shutdown(self) -> None:
         if self.fd >= 0:
             self.flush()
+            self.close()
+
+    def close(self) -> None:
+        """Close the file without writing it (``shutdown`` writes first)."""
+        if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

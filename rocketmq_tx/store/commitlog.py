@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.test.test_commitlog -*-
+# -*- test-case-name: rocketmq_tx.store.test.test_store,rocketmq_tx.store.test.test_recovery -*-
 """
 The CommitLog (Java ``CommitLog``): every message of every topic, appended as Java's record
 (protocol notes §5.2) to a :class:`MappedFileQueue`, a BLANK filler ending each file.
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Iterator, Optional
 
+from rocketmq_tx.common._batch import iter_batch_entries
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import KEY_SEPARATOR, MessageConst, string_to_properties
 from rocketmq_tx.common.messagecodec import (
@@ -49,7 +50,6 @@ _PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
-_BATCH_HEAD = struct.Struct(">iiiii")
 
 
 @dataclass(slots=True)
@@ -319,33 +319,19 @@ validate_record: Callable[[object, int, bool, dict], tuple[int, Optional[str], i
 
 def iter_batch(body: bytes, batch_properties: bytes) -> Iterator[tuple[int, bytes, bytes]]:
     """
-    Split a batch body into ``(flag, body, properties)``, the batch-level properties appended
-    to each message's own with a 0x02 separator in between when needed.
+    Split a batch body (:func:`~rocketmq_tx.common._batch.iter_batch_entries`) into ``(flag,
+    body, properties)``, the batch-level properties appended to each message's own with a
+    0x02 separator in between when needed.
 
     :raises MessageFormatError: for a malformed batch.
     """
-    pos = 0
-    size = len(body)
-    while pos < size:
-        if size - pos < _BATCH_HEAD.size + 2:
-            raise MessageFormatError(f"batch entry at {pos} is truncated")
-        total, _magic, _crc, flag, body_length = _BATCH_HEAD.unpack_from(body, pos)
-        body_start = pos + _BATCH_HEAD.size
-        body_end = body_start + body_length
-        if body_length < 0 or body_end + 2 > size:
-            raise MessageFormatError(f"batch entry at {pos}: bad BODYLENGTH {body_length}")
-        prop_length = _SHORT.unpack_from(body, body_end)[0]
-        end = body_end + 2 + prop_length
-        if prop_length < 0 or end > size or total != end - pos:
-            raise MessageFormatError(f"batch entry at {pos}: bad lengths")
-        props = body[body_end + 2 : end]
+    for flag, entry_body, props in iter_batch_entries(body):
         if batch_properties:
             if props and not props.endswith(b"\x02"):
                 props = props + b"\x02" + batch_properties
             else:
                 props = props + batch_properties
-        yield flag, body[body_start:body_end], props
-        pos = end
+        yield flag, entry_body, props
 
 
 class CommitLog:

@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.test.test_consumequeue -*-
+# -*- test-case-name: rocketmq_tx.store.test.test_store,rocketmq_tx.store.test.test_recovery -*-
 """
 ConsumeQueue (Java ``ConsumeQueue``): per topic and queue id, 20-byte entries
 ``(commitLogOffset int64, size int32, tagsCode int64)`` in files of

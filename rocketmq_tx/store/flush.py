@@ -12,8 +12,10 @@ Flushing without a scheduler of its own.
   put asks for it; the Python side then only waits and completes the batches.
 * :class:`FlushRealTimeService` (ASYNC_FLUSH, Java ``FlushRealTimeService``): a ``run_once``
   the broker calls every ``flushIntervalCommitLog`` ms.
+* :class:`FlushManager`: a store's flushes, the CommitLog's by one of the two services above,
+  the ConsumeQueues', the index's and the checkpoint's.
 * :class:`StoreDriver`: a small stdlib-threading driver running all of the store's periodic
-  work (and the CommitLog's :class:`~rocketmq_tx.store.mappedfile.PageWarmer`), used by the
+  work (and the CommitLog's :class:`~rocketmq_tx.store.pagewarmer.PageWarmer`), used by the
   broker and for standalone use and tests.
 """
 
@@ -25,12 +27,13 @@ import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Callable
 
+from rocketmq_tx.store.config import FlushDiskType
 from rocketmq_tx.store.status import PutMessageStatus
 
 if TYPE_CHECKING:
     from rocketmq_tx.store.store import DefaultMessageStore
 
-__all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "StoreDriver"]
+__all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "FlushManager", "StoreDriver"]
 
 log = logging.getLogger("rocketmq_tx.store")
 
@@ -285,6 +288,136 @@ class FlushRealTimeService:
             self.last_thorough = now
             least = 0
         self._flush(least)
+
+
+#: SYNC_FLUSH with the C flusher: unflushed bytes that start a sync before anyone waits for
+#: one (a waiter starts it at once). About 27 of the bench's 1 KiB messages; bench/store.py
+#: measured 16-64 KiB, and 32-48 KiB did best with 64 puts in flight.
+SYNC_FLUSH_HOLD = 32 << 10
+
+
+class FlushManager:
+    """
+    The flushes of one :class:`~rocketmq_tx.store.store.DefaultMessageStore` (Java 5's
+    ``CommitLog.DefaultFlushManager`` and the store's ``FlushConsumeQueueService``): the
+    CommitLog's, by the periodic :class:`FlushRealTimeService` or SYNC_FLUSH's
+    :class:`GroupCommitService` (with the C ``SyncFlusher`` while a driver runs), and the
+    ConsumeQueues', the index's and the checkpoint's. The store's flush methods call it.
+
+    :ivar group_commit_service: SYNC_FLUSH's, else ``None``.
+    :ivar flush_commit_log_service: ASYNC_FLUSH's periodic flush.
+    """
+
+    def __init__(self, store: "DefaultMessageStore") -> None:
+        self.store = store
+        cfg = store.config
+        self._lock = threading.Lock()
+        self.group_commit_service: GroupCommitService | None = None
+        if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            self.group_commit_service = GroupCommitService(self._flush_all_commit_log, store.now,
+                                                           cfg.sync_flush_timeout)
+        self.flush_commit_log_service = FlushRealTimeService(
+            self.flush_commit_log, cfg.flush_commit_log_least_pages, cfg.flush_commit_log_thorough_interval)
+        self._last_cq_thorough = 0.0
+        self._flush_probe = (0, 0)
+
+    # -- the CommitLog
+
+    def _flush_all_commit_log(self) -> int:
+        return self.flush_commit_log(0)
+
+    def flush_commit_log(self, least_pages: int = 0) -> int:
+        """Flush the CommitLog if *least_pages* dirty pages (0 = any); return the flushed offset."""
+        commit_log = self.store.commit_log
+        with self._lock:
+            commit_log.flush(least_pages)
+            ts = commit_log.mapped_file_queue.store_timestamp
+            checkpoint = self.store.checkpoint
+            if ts and checkpoint is not None:
+                checkpoint.physic_msg_timestamp = ts
+            return commit_log.flushed_where
+
+    def attach_sync_flusher(self, flusher_class) -> None:
+        """
+        SYNC_FLUSH with the C accelerator: start a *flusher_class* (``_speedups.SyncFlusher``)
+        thread and hand it the group commit's fdatasync.
+        """
+        gc = self.group_commit_service
+        if gc is None or flusher_class is None or gc.native is not None:
+            return
+        store = self.store
+        with store.put_lock:
+            queue = store.commit_log.mapped_file_queue
+            flusher = flusher_class(queue.flushed_where, SYNC_FLUSH_HOLD)
+            for f in queue.files:
+                if f.file_tail_offset > queue.flushed_where:
+                    flusher.add_file(f.fd, f.file_from_offset, f.file_tail_offset)
+            queue.on_create = lambda f: flusher.add_file(f.fd, f.file_from_offset, f.file_tail_offset)
+            self._flush_probe = self._timestamp_probe()
+            flusher.start()
+            gc.attach_native(flusher, self.native_flushed)
+
+    def detach_sync_flusher(self) -> None:
+        """Stop the C flusher (after it syncs what was asked of it); Python flushes again."""
+        gc = self.group_commit_service
+        if gc is None or gc.native is None:
+            return
+        store = self.store
+        with store.put_lock:
+            store.commit_log.mapped_file_queue.on_create = None
+            flusher = gc.detach_native()
+        flusher.stop()
+        self.native_flushed(flusher.flushed)
+
+    def _timestamp_probe(self) -> tuple[int, int]:
+        # the timestamp first: the record that set it ends at or before the offset read next
+        commit_log = self.store.commit_log
+        last = commit_log.mapped_file_queue.last()
+        ts = last.store_timestamp if last is not None else 0
+        return ts, commit_log.get_max_offset()
+
+    def native_flushed(self, flushed: int) -> None:
+        """The C flusher synced up to *flushed*: the Python bookkeeping a flush would do."""
+        with self._lock:
+            self.store.commit_log.mapped_file_queue.mark_flushed(flushed)
+            # the checkpoint's physical timestamp may lag (recovery then starts earlier) but
+            # never lead the disk: it moves only to a timestamp read before a covered offset
+            ts, end = self._flush_probe
+            checkpoint = self.store.checkpoint
+            if ts and flushed >= end and checkpoint is not None:
+                checkpoint.physic_msg_timestamp = ts
+                self._flush_probe = self._timestamp_probe()
+            elif not ts:
+                self._flush_probe = self._timestamp_probe()
+
+    # -- the ConsumeQueues, the index and the checkpoint
+
+    def flush_consume_queue(self, now: float, thorough: bool = False) -> None:
+        """
+        Java ``FlushConsumeQueueService.doFlush``: flush ConsumeQueues with at least
+        ``flushConsumeQueueLeastPages`` dirty pages (all at least every thorough interval), the
+        index, and the checkpoint.
+        """
+        store = self.store
+        cfg = store.config
+        least = cfg.flush_consume_queue_least_pages
+        if thorough or now >= self._last_cq_thorough + cfg.flush_consume_queue_thorough_interval / 1000:
+            self._last_cq_thorough = now
+            least = 0
+        logics_ts = store.last_dispatch_timestamp
+        for queues in list(store.consume_queue_table.values()):
+            for cq in list(queues.values()):
+                cq.flush(least)
+        cp = store.checkpoint
+        if cp is None:
+            return
+        if cfg.message_index_enable:
+            ts = store.index_service.flush()
+            if ts:
+                cp.index_msg_timestamp = ts
+        if logics_ts:
+            cp.logics_msg_timestamp = logics_ts
+        cp.flush()
 
 
 class StoreDriver:

@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.test.test_commitlog -*-
+# -*- test-case-name: rocketmq_tx.store.test.test_store -*-
 """
 Result values of the store (Java ``PutMessageStatus``, ``GetMessageStatus``,
 ``AppendMessageStatus``, ``PutMessageResult``, ``GetMessageResult``).

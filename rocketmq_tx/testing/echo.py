@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.testing.test.test_echo -*-
+# -*- test-case-name: rocketmq_tx.net.test.test_protocol -*-
 """
 A remoting echo server for interop tests and diagnostics (``twistd -n rocketmq-echo``).
 

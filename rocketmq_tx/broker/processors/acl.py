@@ -22,7 +22,7 @@ from twisted.logger import Logger
 
 from rocketmq_tx.acl import AclError, PlainAccessConfig, PlainPermissionManager
 from rocketmq_tx.acl.signing import ACCESS_KEY
-from rocketmq_tx.net.dispatch import IRemotingContext
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketmq_tx.remoting.headers.acl import (
     CreateAccessConfigRequestHeader,
@@ -31,17 +31,9 @@ from rocketmq_tx.remoting.headers.acl import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 
-__all__ = ["AclServerHook", "AclConfigProcessor", "ACL_CONFIG_CODES", "java_split"]
+__all__ = ["AclServerHook", "AclConfigProcessor", "java_split"]
 
 log = Logger()
-
-#: The codes :class:`AclConfigProcessor` answers.
-ACL_CONFIG_CODES = (
-    RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
-    RequestCode.DELETE_ACL_CONFIG,
-    RequestCode.GET_BROKER_CLUSTER_ACL_INFO,
-    RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
-)
 
 
 def java_split(text: str | None, separator: str = ",") -> list[str] | None:
@@ -76,7 +68,7 @@ class AclServerHook:
         return None
 
 
-class AclConfigProcessor:
+class AclConfigProcessor(HandlerProcessor):
     """UPDATE_AND_CREATE_ACL_CONFIG (50), DELETE_ACL_CONFIG (51), GET_BROKER_CLUSTER_ACL_INFO
     (52) and UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53), Java 4.9.8's answers and failure codes
     (209, 210, 211). With ACL off Java fails on its missing validator: 50, 51 and 53 get
@@ -84,22 +76,19 @@ class AclConfigProcessor:
 
     def __init__(self, controller: object) -> None:
         self.controller = controller
+        self.handlers = {
+            RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update_access_config,
+            RequestCode.DELETE_ACL_CONFIG: self.delete_access_config,
+            RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.get_broker_cluster_acl_info,
+            RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white_addrs,
+        }
 
-    def reject_request(self) -> bool:
-        return False
+    @property
+    def _acl(self) -> PlainPermissionManager | None:
+        return getattr(self.controller, "acl", None)
 
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | None:
-        acl: PlainPermissionManager | None = getattr(self.controller, "acl", None)
-        code = request.code
-        if code == RequestCode.UPDATE_AND_CREATE_ACL_CONFIG:
-            return self._update(request, acl)
-        if code == RequestCode.DELETE_ACL_CONFIG:
-            return self._delete(ctx, request, acl)
-        if code == RequestCode.GET_BROKER_CLUSTER_ACL_INFO:
-            return self._versions(request, acl)
-        return self._white_addrs(request, acl)
-
-    def _update(self, request: RemotingCommand, acl: PlainPermissionManager | None) -> RemotingCommand:
+    def update_access_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        acl = self._acl
         failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
         h = CreateAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         if acl is None:
@@ -118,8 +107,8 @@ class AclConfigProcessor:
         log.info("ACL account {ak} created or updated", ak=h.access_key)
         return _written(request)
 
-    def _delete(self, ctx: IRemotingContext, request: RemotingCommand,
-                acl: PlainPermissionManager | None) -> RemotingCommand:
+    def delete_access_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        acl = self._acl
         failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
         h = DeleteAccessConfigRequestHeader.from_ext_fields(request.ext_fields)
         log.info("DeleteAccessConfig called by {peer}", peer=ctx.peer)
@@ -135,7 +124,8 @@ class AclConfigProcessor:
         log.info("ACL account {ak} deleted", ak=h.access_key)
         return _written(request)
 
-    def _versions(self, request: RemotingCommand, acl: PlainPermissionManager | None) -> RemotingCommand | None:
+    def get_broker_cluster_acl_info(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | None:
+        acl = self._acl
         if acl is None:
             log.error("GET_BROKER_CLUSTER_ACL_INFO while ACL is off: no answer (as Java's broker)")
             return None
@@ -149,7 +139,8 @@ class AclConfigProcessor:
         )
         return request.make_response(ResponseCode.SUCCESS, ext_fields=header.to_ext_fields())
 
-    def _white_addrs(self, request: RemotingCommand, acl: PlainPermissionManager | None) -> RemotingCommand:
+    def update_global_white_addrs(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        acl = self._acl
         failed = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
         h = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(request.ext_fields)
         if acl is None:

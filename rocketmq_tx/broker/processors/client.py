@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-from zope.interface import implementer
-
 from rocketmq_tx.broker.clientmanager import ClientChannelInfo
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.topicconfig import retry_topic
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.common.validators import is_store_name_safe, validate_group, validate_topic
-from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.codes import LanguageCode
 from rocketmq_tx.remoting.api import HeartbeatData, SubscriptionData
@@ -43,20 +41,14 @@ def _heartbeat_name_error(data: HeartbeatData) -> str | None:
     return None
 
 
-@implementer(IRequestProcessor)
-class ClientManageProcessor:
+class ClientManageProcessor(HandlerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
-
-    def reject_request(self) -> bool:
-        return False
-
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.HEART_BEAT:
-            return self.heart_beat(ctx, request)
-        if request.code == RequestCode.UNREGISTER_CLIENT:
-            return self.unregister_client(ctx, request)
-        return self.check_client_config(ctx, request)
+        self.handlers = {
+            RequestCode.HEART_BEAT: self.heart_beat,
+            RequestCode.UNREGISTER_CLIENT: self.unregister_client,
+            RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config,
+        }
 
     def _client(self, ctx: IRemotingContext, client_id: str, request: RemotingCommand) -> ClientChannelInfo:
         try:

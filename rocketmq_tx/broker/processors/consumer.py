@@ -6,12 +6,10 @@ QUERY_CONSUMER_OFFSET (14).
 
 from __future__ import annotations
 
-from zope.interface import implementer
-
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.validators import is_store_name_safe, validate_group
-from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers.client import (
     GetConsumerListByGroupRequestHeader,
@@ -23,22 +21,16 @@ from rocketmq_tx.remoting.headers.client import (
 __all__ = ["ConsumerManageProcessor"]
 
 
-@implementer(IRequestProcessor)
-class ConsumerManageProcessor:
+class ConsumerManageProcessor(HandlerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
+        self.handlers = {
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.get_consumer_list_by_group,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self.update_consumer_offset,
+            RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,
+        }
 
-    def reject_request(self) -> bool:
-        return False
-
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
-            return self.get_consumer_list_by_group(request)
-        if request.code == RequestCode.UPDATE_CONSUMER_OFFSET:
-            return self.update_consumer_offset(request)
-        return self.query_consumer_offset(request)
-
-    def get_consumer_list_by_group(self, request: RemotingCommand) -> RemotingCommand:
+    def get_consumer_list_by_group(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields)
         info = self.controller.consumer_manager.get_consumer_group_info(header.consumer_group)
         ids = info.all_client_ids() if info is not None else []
@@ -46,7 +38,7 @@ class ConsumerManageProcessor:
             return request.make_response(body=fastjson.dumps({"consumerIdList": ids}))
         return request.make_response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}")
 
-    def update_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
+    def update_consumer_offset(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
         # 5.x's checks (4.9 stores any pair): the offset table only grows with real topics
         # and with groups a Java client could have.
@@ -59,7 +51,7 @@ class ConsumerManageProcessor:
                                                               header.commit_offset)
         return request.make_response(ResponseCode.SUCCESS)
 
-    def query_consumer_offset(self, request: RemotingCommand) -> RemotingCommand:
+    def query_consumer_offset(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
         c = self.controller
         if not is_store_name_safe(header.topic) or validate_group(header.consumer_group) is not None:

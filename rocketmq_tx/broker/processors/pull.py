@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from zope.interface import implementer
-
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.longpolling import OVERLOAD_REMARK, PullRequest
 from rocketmq_tx.broker.remarks import suggest_todo
 from rocketmq_tx.common.route import PermName
-from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
-from rocketmq_tx.remoting import RemotingCommand, ResponseCode
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.api import SubscriptionData
 from rocketmq_tx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
 from rocketmq_tx.store.status import GetMessageStatus
@@ -53,17 +51,20 @@ _NOT_FOUND_CODES = {
 }
 
 
-@implementer(IRequestProcessor)
-class PullMessageProcessor:
+class PullMessageProcessor(HandlerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
         self.settings = controller.settings
         controller.execute_held_pull = self._wake
+        # 5.x's DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361), same header and
+        # processor as PULL_MESSAGE in Java 5.x's broker.
+        self.handlers = {
+            RequestCode.PULL_MESSAGE: self.pull_message,
+            RequestCode.LITE_PULL_MESSAGE: self.pull_message,
+        }
 
-    def reject_request(self) -> bool:
-        return False
-
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+    def pull_message(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        """A pull from the network: it may be held (long polling) and may commit an offset."""
         return self.pull(ctx, request, allow_suspend=True)
 
     def _wake(self, pr: PullRequest) -> Any:

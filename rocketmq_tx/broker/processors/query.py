@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from zope.interface import implementer
-
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers.client import (
     QueryMessageRequestHeader,
@@ -19,20 +17,15 @@ __all__ = ["QueryMessageProcessor", "UNIQUE_MSG_QUERY_FLAG"]
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 
 
-@implementer(IRequestProcessor)
-class QueryMessageProcessor:
+class QueryMessageProcessor(HandlerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
+        self.handlers = {
+            RequestCode.QUERY_MESSAGE: self.query_message,
+            RequestCode.VIEW_MESSAGE_BY_ID: self.view_message_by_id,
+        }
 
-    def reject_request(self) -> bool:
-        return False
-
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
-        if request.code == RequestCode.QUERY_MESSAGE:
-            return self.query_message(request)
-        return self.view_message_by_id(request)
-
-    def query_message(self, request: RemotingCommand) -> RemotingCommand:
+    def query_message(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
         store = self.controller.store
         max_num = header.max_num
@@ -47,7 +40,7 @@ class QueryMessageProcessor:
         return request.make_response(ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct",
                                      ext)
 
-    def view_message_by_id(self, request: RemotingCommand) -> RemotingCommand:
+    def view_message_by_id(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
         record = self.controller.store.select_one_message_by_offset(header.offset)
         if record is None:

@@ -20,7 +20,7 @@ from twisted.logger import Logger
 from rocketmq_tx.broker.broker2client import Broker2Client
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.processors.send import SendMessageProcessor, _peer
-from rocketmq_tx.common.message import MessageConst, properties_to_string, string_to_properties
+from rocketmq_tx.common.message import MessageConst, properties_to_string, string_to_properties, wait_store_msg_ok
 from rocketmq_tx.net.dispatch import IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
@@ -42,13 +42,18 @@ class ReplyMessageProcessor(SendMessageProcessor):
         super().__init__(controller)
         self.broker2client = Broker2Client(controller)
         self.random = random.Random()
+        self.handlers = {
+            RequestCode.SEND_REPLY_MESSAGE: self.reply_v1,
+            RequestCode.SEND_REPLY_MESSAGE_V2: self.reply_v2,
+        }
 
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
-        if request.code == RequestCode.SEND_REPLY_MESSAGE_V2:
-            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
-        else:
-            header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-        return self.process_reply(ctx, request, header)
+    def reply_v1(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        """SEND_REPLY_MESSAGE (324): the V1 send header."""
+        return self.process_reply(ctx, request, SendMessageRequestHeader.from_ext_fields(request.ext_fields))
+
+    def reply_v2(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        """SEND_REPLY_MESSAGE_V2 (325): the V2 send header."""
+        return self.process_reply(ctx, request, SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1())
 
     @defer.inlineCallbacks
     def process_reply(self, ctx: IRemotingContext, request: RemotingCommand,
@@ -59,13 +64,12 @@ class ReplyMessageProcessor(SendMessageProcessor):
         queue_id = self._queue_id(header)
         properties = header.properties or ""
         props = string_to_properties(properties)
-        wait = props.get(MessageConst.PROPERTY_WAIT_STORE_MSG_OK)
         # Java stores the reply as received: no cluster property, sysFlag 0, the
         # properties string unchanged.
         msg = MessageExtBrokerInner(
             header.topic, request.body or b"", properties.encode("utf-8"), queue_id, header.flag, 0,
             header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0, property_map=dict(props),
-            wait_store_msg_ok=wait is None or wait.lower() != "false")
+            wait_store_msg_ok=wait_store_msg_ok(props))
         response = self._response(request, ResponseCode.SYSTEM_ERROR)
         ok, remark = yield self._push_reply(ctx, header, props, request.body or b"")
         if ok:

@@ -11,8 +11,6 @@ import random
 from functools import lru_cache
 from typing import Any
 
-from zope.interface import implementer
-
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.remarks import suggest_todo
 from rocketmq_tx.broker.topicconfig import (
@@ -22,10 +20,10 @@ from rocketmq_tx.broker.topicconfig import (
     retry_topic,
     validate_topic,
 )
-from rocketmq_tx.common.message import MessageConst, properties_to_string, string_to_properties
+from rocketmq_tx.common.message import MessageConst, properties_to_string, string_to_properties, wait_store_msg_ok
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.common.sysflag import MessageSysFlag
-from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.command import split_address
 from rocketmq_tx.remoting.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader
@@ -95,27 +93,31 @@ def put_result_response(request: RemotingCommand, result: PutMessageResult | Non
     return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
 
 
-@implementer(IRequestProcessor)
-class SendMessageProcessor:
+class SendMessageProcessor(HandlerProcessor):
     def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
         self.settings = controller.settings
         self.topics = controller.topic_config_manager
         self.random = random.Random()
+        self.handlers = {
+            RequestCode.SEND_MESSAGE: self.send_v1,
+            RequestCode.SEND_MESSAGE_V2: self.send_v2,
+            RequestCode.SEND_BATCH_MESSAGE: self.send_v2,
+            RequestCode.CONSUMER_SEND_MSG_BACK: self.consumer_send_msg_back,
+        }
 
-    def reject_request(self) -> bool:
-        return False
+    def send_v1(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        """SEND_MESSAGE (10): the V1 header."""
+        header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
+        if header.batch:
+            return self.send_batch_message(ctx, request, header)
+        return self.send_message(ctx, request, header)
 
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
-        code = request.code
-        if code == RequestCode.CONSUMER_SEND_MSG_BACK:
-            return self.consumer_send_msg_back(ctx, request)
-        if code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            # The V2 header has the V1 attribute names; no need to convert (to_v1 costs ~6 us).
-            header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
-        else:
-            header = SendMessageRequestHeader.from_ext_fields(request.ext_fields)
-        if code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
+    def send_v2(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        """SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): the V2 header."""
+        # The V2 header has the V1 attribute names; no need to convert (to_v1 costs ~6 us).
+        header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
+        if request.code == RequestCode.SEND_BATCH_MESSAGE or header.batch:
             return self.send_batch_message(ctx, request, header)
         return self.send_message(ctx, request, header)
 
@@ -129,8 +131,9 @@ class SendMessageProcessor:
         return response
 
     def _msg_check(self, ctx: IRemotingContext, request: RemotingCommand,
-                   header: SendHeader) -> RemotingCommand | None:
-        """Java ``preSend`` + ``msgCheck``: an error response, or ``None`` to go on."""
+                   header: SendHeader) -> Any:
+        """Java ``preSend`` + ``msgCheck``: an error response, or ``None`` to go on; a topic it
+        creates: a Deferred of the whole send's response, sent once the name servers have it."""
         s = self.settings
         if s["startAcceptSendRequestTimeStamp"] > self.controller.now_ms():
             return self._response(request, ResponseCode.SYSTEM_ERROR, "broker unable to service, until "
@@ -156,6 +159,13 @@ class SendMessageProcessor:
             if tc is None:
                 return self._response(request, ResponseCode.TOPIC_NOT_EXIST,
                                       f"topic[{topic}] not exist, apply first please!" + suggest_todo())
+            registered = self.controller.when_registered(topic)
+            if registered is not None:
+                # Created here: as Java (createTopicInSendMessageMethod registers before the send
+                # is answered), answer once the name servers have the topic (or failed, or timed
+                # out), so the producer's next route lookup finds it. The send then goes on as a
+                # fresh request, which finds its topic.
+                return registered.addCallback(lambda _: self.process_request(ctx, request))
         valid = max(tc.write_queue_nums, tc.read_queue_nums)
         if header.queue_id >= valid:
             return self._response(request, ResponseCode.SYSTEM_ERROR,
@@ -222,10 +232,10 @@ class SendMessageProcessor:
             # bits alone would store a prepared or rolled-back record no consumer ever sees.
             return self._response(request, ResponseCode.NO_PERMISSION,
                                   f"the broker[{self.settings['brokerIP1']}] sending transaction message is forbidden")
-        wait = props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
+        msg.wait_store_msg_ok = wait_store_msg_ok(props)
         # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
         # for WAIT=true) but honours it.
-        msg.wait_store_msg_ok = wait is None or wait.lower() == "true"  # Boolean.parseBoolean
+        props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
         msg.properties = properties_to_string(props).encode()
         msg.property_map = props
         queue_id = msg.queue_id
@@ -249,8 +259,10 @@ class SendMessageProcessor:
         props = string_to_properties(header.properties or "")
         props[MessageConst.PROPERTY_CLUSTER] = self.settings["brokerClusterName"]
         queue_id = self._queue_id(header)
+        # Java keeps the batch's WAIT in its properties and honours it, as for one message.
         batch = MessageExtBatch(header.topic, request.body or b"", properties_to_string(props).encode(), queue_id,
-                                sys_flag, header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0)
+                                sys_flag, header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0,
+                                wait_store_msg_ok=wait_store_msg_ok(props))
         return self._finish(request, self.controller.put_messages(batch), queue_id)
 
     def _finish(self, request: RemotingCommand, result: Any, queue_id: int) -> Any:

@@ -14,7 +14,7 @@ from twisted.internet import defer
 from twisted.trial.unittest import TestCase
 
 from rocketmq_tx.broker.processors import processor_table
-from rocketmq_tx.broker.processors.admin import broker_config_path
+from rocketmq_tx.broker.processors.admin_config import broker_config_path
 from rocketmq_tx.broker.test.util import T0, Ctx, FakeReactor, heartbeat, make_controller
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageConst, MessageQueue, properties_to_string

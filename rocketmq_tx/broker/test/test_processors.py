@@ -532,6 +532,21 @@ class SyncFlushTests(BrokerTestCase):
         self.assertEqual(response.code, ResponseCode.SUCCESS)
         self.assertEqual(self.store.group_commit_service.pending(), 0)
 
+    def test_wait_read_as_java_boolean(self) -> None:
+        """WAIT is Boolean.parseBoolean: any letter case of "true" waits, anything else does not."""
+        header = self.send_header(queue_id=0, body_props=props(WAIT="TRUE"))
+        self.assertIsInstance(self.dispatch(RequestCode.SEND_MESSAGE, header.to_ext_fields(), b"x"), Deferred)
+        header = self.send_header(queue_id=0, body_props=props(WAIT="yes"))
+        self.assertIsInstance(self.dispatch(RequestCode.SEND_MESSAGE, header.to_ext_fields(), b"x"), RemotingCommand)
+
+    def test_batch_wait_false_answers_at_once(self) -> None:
+        """A batch's WAIT (in the header's properties) is honoured too, as by Java's store."""
+        header = self.send_header(queue_id=0, body_props=props(WAIT="false"), batch=True)
+        body = encode_batch([Message("TopicTest", b"a"), Message("TopicTest", b"b")])
+        response = self.dispatch(RequestCode.SEND_BATCH_MESSAGE, header.to_v2().to_ext_fields(), body)
+        self.assertIsInstance(response, RemotingCommand)
+        self.assertEqual(response.code, ResponseCode.SUCCESS)
+
     def test_send_back_does_not_wait(self) -> None:
         d = self.send_later()
         self.store.group_commit_service.commit()

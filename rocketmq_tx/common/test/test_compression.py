@@ -5,7 +5,10 @@ Tests for compressed bodies: :func:`compress_body`, :func:`decompress_body` and 
 
 from __future__ import annotations
 
+import importlib
+import sys
 import zlib
+from typing import Callable
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -80,22 +83,61 @@ class CompressionTests(SynchronousTestCase):
         """
         self.assertRaises(UnsupportedCompressionError, decompress_body, b"x", 0x501)
 
-    def test_lz4_and_zstd_without_library(self) -> None:
+    def _check_missing(self, sys_flag: int, module: str) -> None:
+        """Without the library: UnsupportedCompressionError naming it; readable undecompressed."""
+        msg = MessageExt(topic="T", body=b"\x04\x22\x4d\x18", sys_flag=sys_flag)
+        error = self.assertRaises(UnsupportedCompressionError, decode_message, encode_message(msg))
+        self.assertIn(module, str(error))
+        self.assertIsInstance(error, MessageFormatError)
+        self.assertEqual(decode_message(encode_message(msg), decompress_body=False)[0].body,
+                         b"\x04\x22\x4d\x18")
+
+    def _check_installed(self, sys_flag: int, compress: Callable[[bytes], bytes]) -> None:
+        """With the library: the body decodes decompressed; a damaged one is MessageFormatError."""
+        stored = compress(self.body)
+        msg = MessageExt(topic="T", body=stored, sys_flag=sys_flag)
+        decoded, _ = decode_message(encode_message(msg), check_crc=True)
+        self.assertEqual(decoded.body, self.body)
+        self.assertEqual(decompress_body(stored, sys_flag), self.body)
+        self.assertRaises(MessageFormatError, decompress_body, b"not compressed at all", sys_flag)
+
+    def test_lz4_and_zstd(self) -> None:
         """
-        LZ4 and zstd bodies need optional libraries; without them the error says so.
+        LZ4 (0x101) and zstd (0x201) bodies need optional libraries: read with them when they
+        are installed, and refused with an error that names them when they are not. Each
+        branch asserts; ``test_lz4_and_zstd_missing`` covers the second one everywhere.
         """
-        for sys_flag, module in ((0x101, "lz4"), (0x201, "zstandard")):
+        def lz4_compress(data: bytes) -> bytes:
+            import lz4.frame  # type: ignore[import-not-found]
+            return lz4.frame.compress(data)  # type: ignore[no-any-return]
+
+        def zstd_compress(data: bytes) -> bytes:
+            import zstandard  # type: ignore[import-not-found]
+            return zstandard.ZstdCompressor().compress(data)  # type: ignore[no-any-return]
+
+        checked = []
+        for sys_flag, module, compress in ((0x101, "lz4", lz4_compress), (0x201, "zstandard", zstd_compress)):
             try:
-                __import__(module)
+                importlib.import_module(module)
             except ImportError:
-                msg = MessageExt(topic="T", body=b"\x04\x22\x4d\x18", sys_flag=sys_flag)
-                error = self.assertRaises(
-                    UnsupportedCompressionError, decode_message, encode_message(msg)
-                )
-                self.assertIn(module, str(error))
-                self.assertIsInstance(error, MessageFormatError)
-                # Still readable without decompression.
-                self.assertEqual(
-                    decode_message(encode_message(msg), decompress_body=False)[0].body,
-                    b"\x04\x22\x4d\x18",
-                )
+                self._check_missing(sys_flag, module)
+                checked.append((module, "missing"))
+            else:
+                self._check_installed(sys_flag, compress)
+                checked.append((module, "installed"))
+        self.assertEqual([m for m, _ in checked], ["lz4", "zstandard"])
+
+    def test_lz4_and_zstd_missing(self) -> None:
+        """The libraries made unimportable: the error branch, whatever is installed."""
+        saved = {name: sys.modules.get(name) for name in ("lz4", "lz4.frame", "zstandard")}
+        try:
+            for name in saved:
+                sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
+            for sys_flag, module in ((0x101, "lz4"), (0x201, "zstandard")):
+                self._check_missing(sys_flag, module)
+        finally:
+            for name, module in saved.items():
+                if module is None:
+                    sys.modules.pop(name, None)
+                else:
+                    sys.modules[name] = module

@@ -13,8 +13,10 @@ from rocketmq_tx.common.message import (
     MessageConst,
     MessageExt,
     MessageQueue,
+    java_parse_boolean,
     properties_to_string,
     string_to_properties,
+    wait_store_msg_ok,
 )
 from rocketmq_tx.common.test.strategies import property_maps
 
@@ -203,6 +205,17 @@ class MessageTests(SynchronousTestCase):
         msg.wait_store_msg_ok = False
         self.assertEqual(msg.properties, {"WAIT": "false"})
         self.assertFalse(msg.wait_store_msg_ok)
+
+    def test_wait_read_as_java(self) -> None:
+        """
+        ``WAIT`` reads as Java's ``isWaitStoreMsgOK``: absent is true, else ``Boolean.parseBoolean``.
+        """
+        for value, expected in ((None, True), ("true", True), ("TRUE", True), ("True", True),
+                                ("false", False), ("yes", False), ("1", False), (" true", False), ("", False)):
+            properties = {} if value is None else {"WAIT": value}
+            self.assertIs(wait_store_msg_ok(properties), expected, value)
+            self.assertIs(Message("T", properties=dict(properties)).wait_store_msg_ok, expected, value)
+        self.assertFalse(java_parse_boolean(None))
 
     def test_property_helpers(self) -> None:
         """

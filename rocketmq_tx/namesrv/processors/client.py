@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from zope.interface import implementer
-
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
-from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
-from rocketmq_tx.remoting import RemotingCommand, ResponseCode
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.headers import GetRouteInfoRequestHeader
 
@@ -24,8 +22,7 @@ def topic_not_exist_remark(topic: str) -> str:
             "\nSee http://rocketmq.apache.org/docs/faq/ for further details.")
 
 
-@implementer(IRequestProcessor)
-class ClientRequestProcessor:
+class ClientRequestProcessor(HandlerProcessor):
     """Answers route queries from the route table."""
 
     def __init__(self, controller: NamesrvController) -> None:
@@ -34,8 +31,9 @@ class ClientRequestProcessor:
         # same few routes over and over, and the tables change only on registration.
         self._cache: dict[tuple[str, bool, str | None], bytes | None] = {}
         self._cache_generation = -1
+        self.handlers = {RequestCode.GET_ROUTEINFO_BY_TOPIC: self.get_route_info_by_topic}
 
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+    def get_route_info_by_topic(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
         routes = self.controller.route_info_manager
         order_conf = None
@@ -65,6 +63,3 @@ class ClientRequestProcessor:
         for broker in data["brokerDatas"]:
             broker["brokerAddrs"] = dict(sorted(broker["brokerAddrs"].items()))
         return fastjson.dumps(data)
-
-    def reject_request(self) -> bool:
-        return False

@@ -12,13 +12,12 @@ from typing import Any, Callable
 
 from twisted.internet import threads
 from twisted.internet.defer import Deferred
-from zope.interface import implementer
 
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.config import ConfigError, read_properties_text
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
-from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor
+from rocketmq_tx.net.dispatch import Handler, HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, RequestCode, ResponseCode
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.bodies import ClusterInfo, RegisterBrokerBody, kv_table, topic_list
@@ -43,8 +42,6 @@ from rocketmq_tx.remoting.headers.namesrv import (
 
 __all__ = ["DefaultRequestProcessor"]
 
-Handler = Callable[[IRemotingContext, RemotingCommand], RemotingCommand]
-
 #: REGISTER_BROKER JSON bodies up to this size are checked and decoded on the reactor
 #: (well under a millisecond); larger ones, and every compressed one, in a thread.
 _DECODE_ON_REACTOR_MAX = 16 * 1024
@@ -52,8 +49,7 @@ _DECODE_ON_REACTOR_MAX = 16 * 1024
 _APPLY_SLICE = 2048
 
 
-@implementer(IRequestProcessor)
-class DefaultRequestProcessor:
+class DefaultRequestProcessor(HandlerProcessor):
     """One method per request code; :attr:`handlers` maps codes to them."""
 
     def __init__(self, controller: NamesrvController) -> None:
@@ -84,15 +80,6 @@ class DefaultRequestProcessor:
             RequestCode.UPDATE_NAMESRV_CONFIG: self.update_config,
             RequestCode.GET_NAMESRV_CONFIG: self.get_config,
         }
-
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
-        handler = self.handlers.get(request.code)
-        if handler is None:
-            return request.make_unsupported_response()
-        return handler(ctx, request)
-
-    def reject_request(self) -> bool:
-        return False
 
     # -- KV configuration ----------------------------------------------------------
 

@@ -17,6 +17,7 @@ from zope.interface.verify import verifyObject
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor, ProcessorTable
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.tls import TlsModeFactory
+from rocketmq_tx.net.transport import ImmediateWrite
 from rocketmq_tx.remoting import (
     FrameDecoder,
     RemotingCommand,
@@ -305,8 +306,8 @@ class BadStreamTests(SynchronousTestCase):
         self.assertTrue(self.transport.disconnecting)
 
 
-class _Socket(FileDescriptor):
-    """A FileDescriptor whose socket accepts everything: what reaches writeSomeData was sent."""
+class _Socket(ImmediateWrite, FileDescriptor):
+    """Our server transport on a socket that accepts everything: what reaches writeSomeData was sent."""
 
     def __init__(self, reactor: MemoryReactor) -> None:
         super().__init__(reactor)
@@ -351,7 +352,7 @@ class WriteNowTests(SynchronousTestCase):
         """Behind a TLS layer (a wrapper), the TLS mode protocol flushes once per read instead."""
         wrapper = ProtocolWrapper(WrappingFactory(Factory()), RemotingProtocol(Clock(), echo_table()))
         wrapper.makeConnection(_Socket(self.reactor))
-        self.assertIsNone(wrapper.wrappedProtocol._descriptor)
+        self.assertIsNone(wrapper.wrappedProtocol._flush_now)
 
     def test_closing_socket_left_to_the_reactor(self) -> None:
         """A socket asked to close keeps its data for the reactor's doWrite, which closes it after."""

@@ -20,7 +20,8 @@ from rocketmq_tx.certs import issue, make_ca, write_pki
 from rocketmq_tx.config import ConfigError
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.server import RemotingServerFactory
-from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory, _load_cert_chain
+from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
+from rocketmq_tx.net.tls.context import _load_cert_chain
 from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError
 from rocketmq_tx.testing.echo import ECHO, echo_table
 from rocketmq_tx.tlsconfig import TlsSettings, load_pem_material

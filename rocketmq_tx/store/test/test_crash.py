@@ -8,7 +8,10 @@ CommitLog is zeroed from a random point at or after the last offset the writer r
 flushed. Then every message that ended before that point must survive, and recovery must drop
 the rest consistently (ConsumeQueue entries included).
 
-Bounded in time: ``ROCKETMQ_TX_CRASH_SECONDS`` (default 10) per flush mode.
+Bounded in time: ``ROCKETMQ_TX_CRASH_SECONDS`` (default 10) per flush mode. The kill moments
+come from a seed, printed at the start (and in a failure's message): ``ROCKETMQ_TX_CRASH_SEED``
+replays a run's kills and page-cache losses. A writer that does not say READY within
+``READY_TIMEOUT`` seconds fails the test instead of hanging it.
 """
 
 from __future__ import annotations
@@ -28,18 +31,40 @@ from rocketmq_tx.store.test.util import temp_root
 from rocketmq_tx.common.messagecodec import decode_messages
 from rocketmq_tx.store import DefaultMessageStore, GetMessageStatus
 from rocketmq_tx.store.test.crashwriter import TOPIC, body_of, config
-from rocketmq_tx.store.test.test_recovery import crash
 
 SECONDS = float(os.environ.get("ROCKETMQ_TX_CRASH_SECONDS", "10"))
 THREADS = 3
+#: seconds for a writer to open the store and say READY (a few milliseconds when idle)
+READY_TIMEOUT = 60.0
 ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def read_line(fd: int, timeout: float) -> tuple[bytes, bytes]:
+    """The first line from *fd* (without its newline) and whatever came after it, waiting at
+    most *timeout* seconds; ``(b"", what came)`` when no whole line came in time or at EOF."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while b"\n" not in buf:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return b"", buf
+        r, _, _ = select.select([fd], [], [], remaining)
+        if r:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b"", buf
+            buf += chunk
+    line, rest = buf.split(b"\n", 1)
+    return line.strip(), rest
 
 
 class CrashTests(SynchronousTestCase):
     def run_cycles(self, flush: str) -> None:
         root = os.path.abspath(temp_root(self))
         os.makedirs(root)
-        rng = random.Random(int(os.environ.get("ROCKETMQ_TX_CRASH_SEED", str(time.time_ns()))))
+        seed = int(os.environ.get("ROCKETMQ_TX_CRASH_SEED", str(time.time_ns())))
+        print(f"crash test {flush}: ROCKETMQ_TX_CRASH_SEED={seed}", file=sys.stderr)
+        rng = random.Random(seed)
         acked: dict[int, int] = {q: 0 for q in range(THREADS)}  # queue -> number acknowledged
         ends: dict[int, dict[int, int]] = {q: {} for q in range(THREADS)}  # queue -> n -> record end
         deadline = time.monotonic() + SECONDS
@@ -50,9 +75,10 @@ class CrashTests(SynchronousTestCase):
                 [sys.executable, "-m", "rocketmq_tx.store.test.crashwriter", root, flush, str(THREADS)],
                 stdout=subprocess.PIPE, cwd=ROOT_DIR, bufsize=0)
             try:
-                self.assertEqual(proc.stdout.readline().strip(), b"READY")
+                first, buf = read_line(proc.stdout.fileno(), READY_TIMEOUT)
+                self.assertEqual(first, b"READY", f"writer did not say READY within {READY_TIMEOUT} s "
+                                                  f"(ROCKETMQ_TX_CRASH_SEED={seed})")
                 kill_at = time.monotonic() + rng.uniform(0.02, 0.4)
-                buf = b""
                 while time.monotonic() < kill_at:
                     r, _, _ = select.select([proc.stdout], [], [], max(0.0, kill_at - time.monotonic()))
                     if r:
@@ -78,14 +104,17 @@ class CrashTests(SynchronousTestCase):
                 elif parts and parts[0] == "FLUSHED":
                     flushed = max(flushed, int(parts[1]))
                 elif parts and parts[0] == "FAIL":
-                    self.fail(line)
+                    self.fail(f"{line} (ROCKETMQ_TX_CRASH_SEED={seed})")
             if flush == "ASYNC_FLUSH" and flushed >= 0 and rng.random() < 0.5:
                 cut = self.lose_unflushed(root, flushed, rng)
                 for q in acked:  # what ended after the cut may be gone; what ended before may not
                     acked[q] = min([n for n, end in ends[q].items() if n < acked[q] and end > cut] + [acked[q]])
             for q in ends:
                 ends[q] = {}
-            self.verify(root, flush, acked, clean=rng.random() < 0.3)
+            try:
+                self.verify(root, flush, acked, clean=rng.random() < 0.3)
+            except self.failureException as e:
+                raise self.failureException(f"{e} (cycle {cycles}, ROCKETMQ_TX_CRASH_SEED={seed})") from e
         self.assertGreaterEqual(cycles, 3)
         self.assertGreater(sum(acked.values()), 100, "the writer hardly wrote anything")
         if os.environ.get("ROCKETMQ_TX_CRASH_VERBOSE"):
@@ -134,7 +163,7 @@ class CrashTests(SynchronousTestCase):
                 store.start()
                 store.shutdown()
             else:
-                crash(store)
+                store.simulate_crash()
 
     def test_sync_flush(self) -> None:
         self.run_cycles("SYNC_FLUSH")

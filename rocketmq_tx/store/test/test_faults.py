@@ -12,7 +12,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common.test.test_native import _require_native
 from rocketmq_tx.store import FlushDiskType, PutMessageStatus, mappedfile
-from rocketmq_tx.store.test.test_recovery import crash, read_all
+from rocketmq_tx.store.test.test_recovery import read_all
 from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
 
 
@@ -58,7 +58,7 @@ class FaultTests(SynchronousTestCase):
         r = self.store.put_message(message(body=b"after", queue_id=1))
         self.assertEqual(r.status, PutMessageStatus.PUT_OK)
         self.assertEqual(r.append_result.logics_offset, n + ok)
-        crash(self.store)
+        self.store.simulate_crash()
         self.store = open_store(self.root, self.clock)
         got = read_all(self.store, "TopicTest", 1)
         self.assertEqual(len(got), n + ok + 1)
@@ -155,7 +155,7 @@ class FaultTests(SynchronousTestCase):
         self.assertEqual(r.status, PutMessageStatus.UNKNOWN_ERROR)
         self.assertEqual((clf.wrote_position, s.get_max_offset_in_queue("TopicTest", 0)), (wrote, max_offset))
         self.assertEqual(os.pread(clf.fd, 1200, wrote), bytes(1200))
-        crash(s)
+        s.simulate_crash()
         self.store = s = open_store(s.config.store_path_root_dir, self.clock, flush_disk_type=FlushDiskType.SYNC_FLUSH)
         self.assertEqual([m.body for m in read_all(s, "TopicTest", 0)], [b"a" * 100])
         r = s.put_message(message(body=b"c" * 100))

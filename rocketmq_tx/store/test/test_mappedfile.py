@@ -10,8 +10,9 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.test.test_native import _require_native
-from rocketmq_tx.store import FlushDiskType, mappedfile
-from rocketmq_tx.store.mappedfile import NOT_ZEROING, OS_PAGE_SIZE, MappedFile, MappedFileQueue, PageWarmer
+from rocketmq_tx.store import FlushDiskType, pagewarmer
+from rocketmq_tx.store.mappedfile import OS_PAGE_SIZE, MappedFile, MappedFileQueue
+from rocketmq_tx.store.pagewarmer import NOT_ZEROING, PageWarmer
 from rocketmq_tx.store.test.util import message, open_store, temp_root
 
 
@@ -171,7 +172,7 @@ class ZeroingWarmerTests(SynchronousTestCase):
         self.assertTrue(w.zero and w.enabled)
         w.margin = 0
         release = threading.Event()
-        real = mappedfile.speedups
+        real = pagewarmer.speedups
 
         class Held:
             def __getattr__(self, name):
@@ -180,7 +181,7 @@ class ZeroingWarmerTests(SynchronousTestCase):
             def zero_fill(self, fd, start, end):
                 release.wait(10)
                 return real.zero_fill(fd, start, end)
-        self.patch(mappedfile, "speedups", Held())
+        self.patch(pagewarmer, "speedups", Held())
         for _ in range(2):  # the first creates the files, the second (one call) asks for a window
             self.assertTrue(s.put_message(message(body=b"a" * 100)).is_ok())
         warmer = threading.Thread(target=w.run_once, args=(0,))

@@ -71,16 +71,16 @@ class NativeAppendTests(SynchronousTestCase):
         roots = temp_root(self), temp_root(self)
         native = open_store(os.path.join(roots[0], "s"), clocks[0], **overrides)
         general = open_store(os.path.join(roots[1], "s"), clocks[1], **overrides)
-        general.append_message_native = None
+        general.appender = None
         calls = []
-        inner = native.append_message_native
+        inner = native.appender.native
 
         def counting(*args):
             r = inner(*args)
             calls.append(r is not None)
             self.write_fds.append(args[16] if len(args) > 16 else -1)
             return r
-        native.append_message_native = counting  # read at every put
+        native.appender.native = counting  # read at every put
         self.write_fds: list[int] = []
         return (native, general), clocks, calls
 

@@ -16,22 +16,6 @@ from rocketmq_tx.store.formats import CHECKPOINT
 from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
 
 
-def crash(store: DefaultMessageStore) -> None:
-    """Like SIGKILL: the page cache keeps what was written; nothing is flushed or cleaned up."""
-    store.shutdown_flag = True
-    store.commit_log.close()
-    for queues in store.consume_queue_table.values():
-        for cq in queues.values():
-            cq.close()
-    store.index_service.close()
-    if store.checkpoint is not None:
-        os.close(store.checkpoint.fd)
-        store.checkpoint.fd = -1
-    if store._lock_fd >= 0:
-        os.close(store._lock_fd)
-        store._lock_fd = -1
-
-
 def read_all(store: DefaultMessageStore, topic: str, queue_id: int, offsets: list | None = None) -> list:
     out = []
     offset = store.get_min_offset_in_queue(topic, queue_id)
@@ -80,7 +64,7 @@ class RecoveryTests(SynchronousTestCase):
         s = open_store(self.root, self.clock)
         self.fill(s, 300)
         end = s.commit_log.get_max_offset()
-        crash(s)
+        s.simulate_crash()
         s = open_store(self.root, self.clock)
         self.assertFalse(s.last_exit_ok)
         self.assertEqual(s.commit_log.get_max_offset(), end)
@@ -93,7 +77,7 @@ class RecoveryTests(SynchronousTestCase):
     def test_missing_cq_entries_rebuilt(self) -> None:
         s = open_store(self.root, self.clock)
         self.fill(s, 10, queues=1)
-        crash(s)
+        s.simulate_crash()
         cq_file = os.path.join(self.root, "consumequeue", "TopicTest", "0", "00000000000000000000")
         with open(cq_file, "r+b") as fh:  # lose the last three entries
             fh.seek(7 * 20)
@@ -108,7 +92,7 @@ class RecoveryTests(SynchronousTestCase):
         self.fill(s, 10, queues=1)
         last = s.commit_log.get_max_offset()
         size = last // 10
-        crash(s)
+        s.simulate_crash()
         with open(os.path.join(self.root, "commitlog", "00000000000000000000"), "r+b") as fh:
             fh.seek(last - 5)  # tear the last record
             fh.write(bytes(5))
@@ -143,7 +127,7 @@ class RecoveryTests(SynchronousTestCase):
             s.put_message(message(body=body, keys=f"k{i}"))
             clock.advance(1)
         end = s.commit_log.get_max_offset()
-        crash(s)
+        s.simulate_crash()
         cut = min(cut, end)
         rng = random.Random(seed)
         path = os.path.join(root, "commitlog", "%020d" % (((end - 1) // (64 * 1024)) * 64 * 1024))
@@ -216,7 +200,7 @@ class ModelTests(SynchronousTestCase):
                 s.shutdown()
                 s = open_store(root, clock)
             else:
-                crash(s)
+                s.simulate_crash()
                 s = open_store(root, clock)
             for qid, bodies in model.items():
                 self.assertEqual(s.get_max_offset_in_queue("TopicTest", qid), len(bodies))
@@ -235,7 +219,7 @@ class TornConsumeQueueTests(SynchronousTestCase):
         s = open_store(root, clock)
         for i in range(5):
             s.put_message(message(body=b"%d" % i, tags="x"))
-        crash(s)
+        s.simulate_crash()
         cq_file = os.path.join(root, "consumequeue", "TopicTest", "0", "00000000000000000000")
         with open(cq_file, "r+b") as fh:  # the last entry lost the low bytes of its offset
             fh.seek(4 * 20 + 6)

@@ -289,18 +289,18 @@ class NativeStoreTests(SynchronousTestCase):
         flusher = s.group_commit_service.native
         r1 = s.async_put_message(message())
         self.assertTrue(flusher.wait(r1.append_result.wrote_offset + r1.append_result.wrote_bytes, 5.0, True))
-        s._native_flushed(flusher.flushed)  # takes the probe
-        s._native_flushed(flusher.flushed)  # the probe's offset is covered: its timestamp is used
+        s.flush_manager.native_flushed(flusher.flushed)  # takes the probe
+        s.flush_manager.native_flushed(flusher.flushed)  # the probe's offset is covered: its timestamp is used
         first = s.checkpoint.physic_msg_timestamp
         self.assertEqual(first, r1.append_result.store_timestamp)
         s.now = lambda: 2_000_000_000.0
         r2 = s.async_put_message(message())
         # a flushed offset short of the second record: its timestamp is not taken
-        s._native_flushed(r2.append_result.wrote_offset)
+        s.flush_manager.native_flushed(r2.append_result.wrote_offset)
         self.assertEqual(s.checkpoint.physic_msg_timestamp, first)
         self.assertTrue(flusher.wait(r2.append_result.wrote_offset + r2.append_result.wrote_bytes, 5.0, True))
-        s._native_flushed(flusher.flushed)
-        s._native_flushed(flusher.flushed)
+        s.flush_manager.native_flushed(flusher.flushed)
+        s.flush_manager.native_flushed(flusher.flushed)
         self.assertEqual(s.checkpoint.physic_msg_timestamp, 2_000_000_000_000)
         s.detach_sync_flusher()
 
