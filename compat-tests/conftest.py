@@ -14,9 +14,8 @@ except under CI=true, where they fail.
 
 from __future__ import annotations
 
-import pytest
-
 import javaharness as jh
+import pytest
 
 JAVA_VERSIONS = [jh.VERSIONS["4"], jh.VERSIONS["5"]]  # ["4.9.8", "5.5.0"]
 

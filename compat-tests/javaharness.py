@@ -29,8 +29,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Iterable, Iterator, NoReturn, Optional, Sequence
+from typing import NoReturn
 
 import pytest
 
@@ -112,7 +113,7 @@ def _source_stamp(key: str) -> str:
     return h.hexdigest()
 
 
-def _read_classpath(key: str) -> Optional[str]:
+def _read_classpath(key: str) -> str | None:
     bdir = build_dir(key)
     cp_file = bdir / "classpath.txt"
     classes = bdir / "classes"
@@ -234,9 +235,9 @@ class JavaProcess:
         self.proc = proc
         self.argv = argv
         self.stderr_path = stderr_path
-        self.port: Optional[int] = None
-        self.ready_match: Optional[re.Match] = None
-        self._lines: "queue.Queue[Optional[str]]" = queue.Queue()
+        self.port: int | None = None
+        self.ready_match: re.Match | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read_stdout, name=f"java-stdout-{proc.pid}", daemon=True)
         self._reader.start()
 
@@ -254,7 +255,7 @@ class JavaProcess:
     def pid(self) -> int:
         return self.proc.pid
 
-    def readline(self, timeout: float) -> Optional[str]:
+    def readline(self, timeout: float) -> str | None:
         """Next stdout line; None at EOF. Raises TimeoutError if none arrives in time."""
         try:
             line = self._lines.get(timeout=timeout)
@@ -304,7 +305,7 @@ class JavaProcess:
     def stderr_tail(self, n: int = 40) -> str:
         return _tail(self.stderr_path, n)
 
-    def stop(self, grace: float = STOP_GRACE) -> Optional[int]:
+    def stop(self, grace: float = STOP_GRACE) -> int | None:
         """Close stdin (EchoServer exits on EOF), then SIGTERM, then SIGKILL after
         ``grace`` seconds. Idempotent. The stderr log is deleted after a clean exit."""
         proc = self.proc
@@ -333,7 +334,7 @@ class JavaProcess:
                 self.stderr_path.unlink()
         return proc.returncode
 
-    def __enter__(self) -> "JavaProcess":
+    def __enter__(self) -> JavaProcess:
         return self
 
     def __exit__(self, *exc) -> None:

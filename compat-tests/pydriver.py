@@ -15,7 +15,8 @@ import socket
 import sys
 import time
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rocketmq_tx.remoting import RemotingCommand, ResponseCode, SerializeType
 

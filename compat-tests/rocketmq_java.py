@@ -14,11 +14,12 @@ import os
 import socket
 import tempfile
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Optional, Sequence
 
 import javaharness as jh
+
 from rocketmq_tx.blocking.client import BlockingMQClient
 
 __all__ = ["JavaHome", "JavaCluster", "start_namesrv", "start_broker", "java_cluster", "mqadmin", "free_port_block"]
@@ -74,12 +75,12 @@ def free_port_block() -> int:
     raise RuntimeError("no block of free ports found")
 
 
-def _props(props: Optional[Mapping[str, str]]) -> list[str]:
+def _props(props: Mapping[str, str] | None) -> list[str]:
     return [f"-D{k}={v}" for k, v in (props or {}).items()]
 
 
 def _spawn(classpath: str, main: str, args: Sequence[str], home: JavaHome, ready: str,
-           timeout: float = 120.0, props: Optional[Mapping[str, str]] = None,
+           timeout: float = 120.0, props: Mapping[str, str] | None = None,
            jvm_extra: Sequence[str] = ()) -> jh.JavaProcess:
     argv = ["java", *home.jvm_args(), *_props(props), *jvm_extra, "-cp", classpath, main, *args]
     import subprocess
@@ -98,7 +99,7 @@ def _spawn(classpath: str, main: str, args: Sequence[str], home: JavaHome, ready
 
 
 def start_namesrv(classpath: str, label: str = "java-namesrv",
-                  props: Optional[Mapping[str, str]] = None) -> tuple[jh.JavaProcess, str, JavaHome]:
+                  props: Mapping[str, str] | None = None) -> tuple[jh.JavaProcess, str, JavaHome]:
     """The Java name server on a free port (*props*: JVM system properties such as ``tls.server.mode``);
     returns (process, "127.0.0.1:port", home)."""
     home = JavaHome(label)
@@ -112,9 +113,9 @@ def start_namesrv(classpath: str, label: str = "java-namesrv",
 
 
 def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broker-a", cluster: str = "DefaultCluster",
-                 extra: Optional[Mapping[str, str]] = None, label: str = "java-broker",
-                 home: Optional[JavaHome] = None, props: Optional[Mapping[str, str]] = None,
-                 store_root: Optional[Path] = None, port: Optional[int] = None,
+                 extra: Mapping[str, str] | None = None, label: str = "java-broker",
+                 home: JavaHome | None = None, props: Mapping[str, str] | None = None,
+                 store_root: Path | None = None, port: int | None = None,
                  commitlog_size: int = 64 * 1024 * 1024,
                  jvm_extra: Sequence[str] = ()) -> tuple[jh.JavaProcess, str, JavaHome]:
     """The Java broker registered with *namesrv_addr*; returns (process, "127.0.0.1:port", home)."""
@@ -140,7 +141,7 @@ def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broke
 
 
 def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float = 120.0,
-            props: Optional[Mapping[str, str]] = None) -> list[str]:
+            props: Mapping[str, str] | None = None) -> list[str]:
     """Run one mqadmin command to completion; returns its stdout lines."""
     import subprocess
 
@@ -162,7 +163,7 @@ class JavaCluster:
     port: int
     home: JavaHome
 
-    def stop_broker(self) -> Optional[int]:
+    def stop_broker(self) -> int | None:
         """SIGTERM, so the broker's shutdown hook flushes and removes the abort file."""
         return self.broker.stop(grace=30)
 
@@ -184,7 +185,7 @@ def wait_for_registration(namesrv_addr: str, timeout: float = 60.0) -> None:
 
 @contextlib.contextmanager
 def java_cluster(classpath: str, store_root: Path, *, commitlog_size: int = 1 << 20,
-                 extra: Optional[Mapping[str, str]] = None, port: Optional[int] = None,
+                 extra: Mapping[str, str] | None = None, port: int | None = None,
                  jvm_extra: Sequence[str] = ()) -> Iterator[JavaCluster]:
     """A Java name server and broker ``compat-broker`` (cluster ``CompatCluster``) on *store_root*."""
     namesrv, namesrv_addr, home = start_namesrv(classpath, label="java-cluster")

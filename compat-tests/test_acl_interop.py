@@ -47,12 +47,12 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-import yaml
-
 import javaharness as jh
+import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import yaml
+
 from rocketmq_tx.acl import sign
 from rocketmq_tx.acl.signing import UNIQUE_MSG_QUERY_FLAG, calc_signature, content_to_sign
 from rocketmq_tx.blocking import BlockingConnection, BlockingProducer, BlockingPullClient

@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 import rocketmq_java as rj
 import txbroker as tb
+
 from rocketmq_tx.blocking import BlockingAdmin, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import Message, MessageQueue

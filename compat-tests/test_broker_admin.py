@@ -32,11 +32,11 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 import javaharness as jh
+import pytest
 import rocketmq_java as rj
 import txbroker as tb
+
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode

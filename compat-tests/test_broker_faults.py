@@ -29,9 +29,9 @@ import threading
 import time
 
 import pytest
-
 import rocketmq_java as rj
 import txbroker as tb
+
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import decode_messages
@@ -233,7 +233,7 @@ def _closed_by_peer(sock: socket.socket, timeout: float = 10.0) -> bool:
                 return True
     except (ConnectionResetError, BrokenPipeError):
         return True
-    except socket.timeout:
+    except TimeoutError:
         return False
 
 

@@ -40,12 +40,12 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import pytest
-
 import javaharness as jh
+import pytest
+from txharness import WORK, TxProcess, small_store_args, twistd
+
 from rocketmq_tx.blocking import BlockingMQClient
 from rocketmq_tx.remoting import MQBrokerError
-from txharness import TxProcess, WORK, small_store_args, twistd
 
 pytestmark = pytest.mark.compat
 

@@ -19,11 +19,11 @@ import os
 import signal
 import time
 
-import pytest
-
 import javaharness as jh
+import pytest
 import rocketmq_java as rj
 import txbroker as tb
+
 from rocketmq_tx.blocking import BlockingConnection
 
 pytestmark = pytest.mark.compat

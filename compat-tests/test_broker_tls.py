@@ -18,12 +18,12 @@ import socket
 import ssl
 import time
 
-import pytest
-from cryptography import x509
-
 import javaharness as jh
+import pytest
 import rocketmq_java as rj
 import txharness as txh
+from cryptography import x509
+
 from rocketmq_tx.blocking import BlockingRemotingClient
 from rocketmq_tx.certs import write_pki
 from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError, RequestCode

@@ -20,10 +20,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 import javaharness as jh
+import pytest
 import txbroker as txb
+
 from rocketmq_tx.blocking import BlockingConnection, BlockingProducer
 from rocketmq_tx.common.message import Message
 

@@ -25,20 +25,19 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
-
-import pytest
 
 import javaharness as jh
+import pytest
 import rocketmq_java as rj
 import txbroker as txb
+
 from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.route import TopicRouteData
-from rocketmq_tx.remoting import MQBrokerError
-from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting import MQBrokerError, api
 from rocketmq_tx.remoting.api import PullStatus, SendStatus
 
 pytestmark = pytest.mark.compat

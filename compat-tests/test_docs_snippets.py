@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import txbroker
 import txharness as txh
+
 from rocketmq_tx.testing import docsnippets as ds
 
 SNIPPETS = ds.find_snippets()

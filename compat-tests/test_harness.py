@@ -7,9 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import javaharness as jh
+import pytest
 
 pytestmark = pytest.mark.compat
 

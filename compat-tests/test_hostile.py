@@ -20,8 +20,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-
 import txbroker as tb
+
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.validators import is_store_name_safe

@@ -17,15 +17,15 @@ import re
 import signal
 import time
 
-import pytest
-
 import javaharness as jh
+import pytest
 import rocketmq_java as rj
 import txharness as txh
 from txbroker import cluster_info
+
 from rocketmq_tx.blocking import BlockingRemotingClient
-from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.compat
 

@@ -11,11 +11,10 @@ the official Java artifacts (4.9.8 and 5.5.0):
 from __future__ import annotations
 
 import json
-from typing import Iterable
-
-import pytest
+from collections.abc import Iterable
 
 import javaharness as jh
+import pytest
 import txharness as txh
 
 pytestmark = pytest.mark.compat

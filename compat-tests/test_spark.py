@@ -18,15 +18,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 import javaharness as jh
+import pytest
 import rocketmq_java as rj
 import txbroker as txb
+
 from rocketmq_tx.blocking import BlockingConnection, BlockingProducer, BlockingPullClient
 from rocketmq_tx.certs import write_pki
-from rocketmq_tx.tlsconfig import TlsSettings
 from rocketmq_tx.common.message import Message, MessageQueue
+from rocketmq_tx.tlsconfig import TlsSettings
 
 pytestmark = pytest.mark.compat
 

@@ -16,15 +16,13 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
-
 import javaharness as jh
+import pytest
 from rocketmq_java import free_port_block as broker_port
 from rocketmq_java import java_cluster
 
-from rocketmq_tx.common.message import properties_to_string
+from rocketmq_tx.common.message import Message, properties_to_string
 from rocketmq_tx.common.messagecodec import decode_message, encode_batch
-from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.msgid import UniqueKeyGenerator, decode_offset_msg_id
 from rocketmq_tx.store import (
     DefaultMessageStore,

@@ -19,14 +19,14 @@ import textwrap
 import time
 
 import pytest
-
 import rocketmq_java as rj
 import txharness as txh
+
 from rocketmq_tx.blocking import BlockingRemotingClient
 from rocketmq_tx.blocking.client import BlockingProducer, BlockingPullClient
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError, RequestCode
-from rocketmq_tx.common import fastjson
 from rocketmq_tx.tlsconfig import TlsSettings
 
 pytestmark = pytest.mark.compat

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import decode_messages, encode_message
 from rocketmq_tx.remoting import FrameDecoder, LanguageCode, SerializeType, encode_command
-from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.headers import SendMessageRequestHeaderV2
 
 VECTORS = Path(__file__).resolve().parent / "vectors"

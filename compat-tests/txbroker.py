@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
 
 import javaharness as jh
 import rocketmq_java as rj
 import txharness as txh
+
 from rocketmq_tx.blocking import BlockingConnection, BlockingRemotingClient
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageConst, properties_to_string
@@ -32,7 +33,7 @@ __all__ = ["TxBroker", "start_tx_broker", "start_standalone", "start_tx_namesrv"
 class TxBroker:
     """A running ``rocketmq-broker`` or ``rocketmq-standalone`` process."""
 
-    def __init__(self, proc: txh.TxProcess, addr: str, namesrv: Optional[str], store: Path, name: str,
+    def __init__(self, proc: txh.TxProcess, addr: str, namesrv: str | None, store: Path, name: str,
                  argv: list[str]) -> None:
         self.proc = proc
         self.addr = addr
@@ -49,7 +50,7 @@ class TxBroker:
     def port(self) -> int:
         return int(self.addr.rsplit(":", 1)[1])
 
-    def stop(self, grace: float = 20.0) -> Optional[int]:
+    def stop(self, grace: float = 20.0) -> int | None:
         return self.proc.stop(grace)
 
     def log_text(self) -> str:
@@ -69,7 +70,7 @@ def _spawn(plugin: str, args: Sequence[str], label: str) -> txh.TxProcess:
     return txh.TxProcess([*txh.twistd(), "-n", "--pidfile=", plugin, *args], log_path)
 
 
-def _broker_settings(store: Path, name: str, port: int, cluster: str, extra: Optional[Mapping[str, object]]) -> dict:
+def _broker_settings(store: Path, name: str, port: int, cluster: str, extra: Mapping[str, object] | None) -> dict:
     settings: dict[str, object] = {
         "brokerClusterName": cluster, "brokerName": name, "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
         "listenPort": port, "storePathRootDir": store, "storePathCommitLog": store / "commitlog",
@@ -89,8 +90,8 @@ def _wait_listening(proc: txh.TxProcess, what: str = "rocketmq-broker") -> int:
     return int(m.group(1))
 
 
-def start_tx_broker(store: Path, namesrv: Optional[str], *, name: str = "tx-broker", cluster: str = "DefaultCluster",
-                    extra: Optional[Mapping[str, object]] = None, port: Optional[int] = None,
+def start_tx_broker(store: Path, namesrv: str | None, *, name: str = "tx-broker", cluster: str = "DefaultCluster",
+                    extra: Mapping[str, object] | None = None, port: int | None = None,
                     label: str = "tx-broker", conf_file: bool = False) -> TxBroker:
     """``twistd -n rocketmq-broker -n NAMESRV --set ...`` on a free port block (main, fast = -2).
 
@@ -123,7 +124,7 @@ def restart(broker: TxBroker, label: str = "tx-broker-restarted") -> TxBroker:
 
 
 def start_standalone(store: Path, *, name: str = "tx-standalone", cluster: str = "DefaultCluster",
-                     extra: Optional[Mapping[str, object]] = None, tls: Optional[TlsSettings] = None) -> TxBroker:
+                     extra: Mapping[str, object] | None = None, tls: TlsSettings | None = None) -> TxBroker:
     """``twistd -n rocketmq-standalone``: our name server and broker in one process (*tls*: how
     to reach a name server that enforces TLS while waiting for the registration)."""
     port = rj.free_port_block()
@@ -148,7 +149,7 @@ def start_tx_namesrv(tmp: Path, **settings: object) -> tuple[txh.TxProcess, str]
 
 # --------------------------------------------------------------------------- name server state
 
-def cluster_info(namesrv: str, tls: Optional[TlsSettings] = None) -> dict:
+def cluster_info(namesrv: str, tls: TlsSettings | None = None) -> dict:
     with BlockingRemotingClient(tls=tls) as client:
         for _ in range(10):
             response = client.invoke(namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
@@ -162,7 +163,7 @@ def cluster_info(namesrv: str, tls: Optional[TlsSettings] = None) -> dict:
     return fastjson.loads(response.body)
 
 
-def route(namesrv: str, topic: str) -> Optional[dict]:
+def route(namesrv: str, topic: str) -> dict | None:
     """The topic's route from a name server, or None (TOPIC_NOT_EXIST)."""
     with BlockingRemotingClient() as client:
         response = client.invoke(namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
@@ -173,7 +174,7 @@ def route(namesrv: str, topic: str) -> Optional[dict]:
 
 
 def wait_route(namesrv: str, predicate, timeout: float = 60.0, what: str = "cluster state",
-               tls: Optional[TlsSettings] = None) -> float:
+               tls: TlsSettings | None = None) -> float:
     """Poll GET_BROKER_CLUSTER_INFO until *predicate(info)*; returns the seconds waited."""
     start = time.monotonic()
     while True:
@@ -205,7 +206,7 @@ def create_topic(conn: BlockingConnection, topic: str, queues: int = 4, perm: in
     return conn.invoke(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields), 10)
 
 
-def send(conn: BlockingConnection, topic: str, body: bytes, queue_id: int = 0, *, keys: Optional[str] = None,
+def send(conn: BlockingConnection, topic: str, body: bytes, queue_id: int = 0, *, keys: str | None = None,
          tags: str = "TagA", group: str = "PG_compat", default_topic: str = "TBW102") -> RemotingCommand:
     """SEND_MESSAGE_V2 as the Java producer sends it."""
     props = {MessageConst.PROPERTY_TAGS: tags, MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "true"}

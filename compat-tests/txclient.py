@@ -39,7 +39,14 @@ from twisted.internet.defer import ensureDeferred
 from twisted.internet.task import LoopingCall, deferLater, react
 from twisted.logger import globalLogBeginner, textFileLogObserver
 
-from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
+from rocketmq_tx.client import (
+    CONSUME_FROM_FIRST_OFFSET,
+    ConsumeStatus,
+    LitePullConsumer,
+    Message,
+    Producer,
+    PushConsumer,
+)
 from rocketmq_tx.client.push import BROADCASTING, ConsumeOrderlyStatus
 
 

@@ -11,8 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from rocketmq_tx.testing import twistd_argv
 
@@ -47,9 +47,9 @@ class TxProcess:
         self.lines: list[str] = []
         self._cond = threading.Condition()
         threading.Thread(target=self._pump, daemon=True).start()
-        self.port: Optional[int] = None
+        self.port: int | None = None
         #: rocketmq-standalone only: the in-process name server's port
-        self.namesrv_port: Optional[int] = None
+        self.namesrv_port: int | None = None
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
@@ -82,7 +82,7 @@ class TxProcess:
                     raise TimeoutError(f"{self.argv}: no {pattern!r} within {timeout}s:\n" + "\n".join(self.lines[-30:]))
                 self._cond.wait(min(remaining, 0.5))
 
-    def stop(self, grace: float = 10.0) -> Optional[int]:
+    def stop(self, grace: float = 10.0) -> int | None:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -98,7 +98,7 @@ def twistd() -> list[str]:
     return twistd_argv()
 
 
-def start_twistd(plugin: str, args: Sequence[str], label: Optional[str] = None) -> TxProcess:
+def start_twistd(plugin: str, args: Sequence[str], label: str | None = None) -> TxProcess:
     """``twistd -n --pidfile= <plugin> <args>``; returns once it logs its listening port."""
     WORK.mkdir(exist_ok=True)
     label = label or plugin

@@ -53,7 +53,7 @@ def _name(cn: str) -> x509.Name:
 def make_ca(cn: str = "rocketmq-tx local CA", days: int = 3650) -> Issued:
     """A self-signed CA."""
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(_name(cn)).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=days))
@@ -69,7 +69,7 @@ def issue(ca: Issued, cn: str, hosts: list[str], *, client: bool = False, days: 
           not_after: datetime.datetime | None = None) -> Issued:
     """A leaf certificate signed by *ca* for *hosts* (DNS names or IPs)."""
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     sans: list[x509.GeneralName] = []
     for host in hosts:
         try:

@@ -13,8 +13,9 @@ start with a one-line message before it binds anything.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar
 
 import javaproperties
 
@@ -76,7 +77,7 @@ def read_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
     :raises ConfigError: unreadable or undecodable.
     """
     try:
-        with open(path, "r", encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             return dict(javaproperties.load(f))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise ConfigError(f"cannot read configuration file {path}: {e}") from None

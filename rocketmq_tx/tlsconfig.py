@@ -25,8 +25,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from rocketmq_tx.config import ConfigError, Setting, Settings, read_properties_file
 
@@ -171,7 +171,7 @@ def self_signed_pem(common_name: str = "localhost") -> PemMaterial:
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name).issuer_name(name).public_key(key.public_key())

@@ -38,8 +38,9 @@ import hashlib
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from rocketmq_tx.acl.address import RemoteAddressStrategy, remote_address_strategy, remote_host
 from rocketmq_tx.acl.errors import (

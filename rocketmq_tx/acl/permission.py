@@ -11,7 +11,7 @@ requests name the group they act for.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rocketmq_tx.acl.errors import AclError
 

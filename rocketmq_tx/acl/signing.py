@@ -19,8 +19,9 @@ import base64
 import binascii
 import hashlib
 import hmac
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from rocketmq_tx.acl.errors import AclError
 from rocketmq_tx.remoting import RemotingCommand

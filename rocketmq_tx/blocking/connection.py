@@ -15,9 +15,8 @@ import logging
 import socket
 import threading
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
-from rocketmq_tx.tlsconfig import TlsSettings
 from rocketmq_tx.remoting import (
     DEFAULT_MAX_FRAME_LENGTH,
     RPC_ONEWAY,
@@ -32,6 +31,7 @@ from rocketmq_tx.remoting import (
     encode_command,
     split_address,
 )
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["BlockingConnection", "BlockingRemotingClient", "RequestHandler"]
 
@@ -163,7 +163,7 @@ class BlockingConnection:
         try:
             sock.settimeout(remaining)
             data = sock.recv(262144)
-        except socket.timeout:
+        except TimeoutError:
             raise RemotingTimeoutError(f"wait response on {self.addr} timeout {int(timeout * 1000)}ms") from None
         except OSError as e:
             self.close()

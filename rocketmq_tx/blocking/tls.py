@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 import ssl
-from typing import Callable
+from collections.abc import Callable
 
 from rocketmq_tx.tlsconfig import TlsSettings
 

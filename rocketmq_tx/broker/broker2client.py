@@ -10,7 +10,8 @@ returns a Deferred of the client's answer, ``send_oneway(request)`` sends and fo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Hashable
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 from twisted.logger import Logger

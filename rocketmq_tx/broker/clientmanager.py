@@ -11,8 +11,9 @@ A *channel* is whatever object stands for the connection (the broker passes its
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any
 
 from rocketmq_tx.remoting.api import SubscriptionData
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.config import NETTY_SERVER_CONFIG, ConfigError, Setting, Settings

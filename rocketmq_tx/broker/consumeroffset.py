@@ -6,7 +6,7 @@ offset, persisted to ``config/consumerOffset.json`` in Java's shape.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rocketmq_tx.store.configfile import ConfigFile, dumps, int_keys
 

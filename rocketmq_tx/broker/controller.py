@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from twisted.internet.defer import Deferred, succeed
 from twisted.logger import Logger

@@ -12,8 +12,9 @@ request has its own timer on the injected clock and the broker calls
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable
+from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IDelayedCall, IReactorTime

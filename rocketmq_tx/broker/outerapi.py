@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from twisted.internet.defer import DeferredList, Deferred
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.logger import Logger
 
 from rocketmq_tx.common.route import DataVersion, TopicConfig

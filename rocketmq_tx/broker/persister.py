@@ -19,8 +19,9 @@ the calling thread: the clean shutdown's last step, so nothing acknowledged is l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 from twisted.internet import defer, threads
 from twisted.internet.defer import Deferred

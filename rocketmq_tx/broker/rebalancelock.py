@@ -8,7 +8,7 @@ for 60 s (Java's ``rocketmq.broker.rebalance.lockMaxLiveTime``) expires.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from rocketmq_tx.common.message import MessageQueue
 

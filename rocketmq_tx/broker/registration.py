@@ -31,8 +31,9 @@ broker it does not know.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from twisted.internet import defer
 from twisted.internet.defer import Deferred

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_tx.common.message import MessageConst, MessageExt, properties_to_string
 from rocketmq_tx.common.messagecodec import java_string_hash
@@ -55,7 +56,7 @@ class ScheduleMessageService:
         100 ms timer run).
     """
 
-    def __init__(self, store: DefaultMessageStore, config_path: str, now_ms: Optional[Callable[[], int]] = None,
+    def __init__(self, store: DefaultMessageStore, config_path: str, now_ms: Callable[[], int] | None = None,
                  batch_size: int = 1000) -> None:
         self.store = store
         self.delay_level_table: dict[int, int] = store.config.delay_levels()
@@ -155,7 +156,7 @@ class ScheduleMessageService:
         delay = self.delay_level_table.get(level)
         return store_timestamp + (delay if delay is not None else 1000)
 
-    def deliver_due(self, now_ms: Optional[int] = None) -> int:
+    def deliver_due(self, now_ms: int | None = None) -> int:
         """
         Deliver every due entry of every level, in queue order within a level.
 
@@ -167,14 +168,14 @@ class ScheduleMessageService:
             delivered += self._deliver_level(level, delay, now)
         return delivered
 
-    def next_due_ms(self, now_ms: Optional[int] = None) -> Optional[int]:
+    def next_due_ms(self, now_ms: int | None = None) -> int | None:
         """
         The earliest deliver time among the entries waiting now (``now`` if some are due), or
         ``None`` if every level is drained. A message put later may be due earlier (a short
         level), so a broker sleeping until this time must still wake up after puts.
         """
         now = self._now_ms() if now_ms is None else now_ms
-        earliest: Optional[int] = None
+        earliest: int | None = None
         for level, delay in self.delay_level_table.items():
             offset = self.offset_table.get(level, 0)
             head = self._head.get(level)
@@ -234,7 +235,7 @@ class ScheduleMessageService:
                     break
         return delivered
 
-    def _deliver_one(self, level: int, offset: int, phy: int, size: int) -> Optional[int]:
+    def _deliver_one(self, level: int, offset: int, phy: int, size: int) -> int | None:
         """1 if delivered, 0 if the entry was skipped, ``None`` if the put failed."""
         msg = self.store.look_message_by_offset(phy, size)
         if msg is None:
@@ -276,7 +277,7 @@ class ScheduleMessageService:
         return info
 
 
-def message_timeup(msg: MessageExt) -> Optional[MessageExtBrokerInner]:
+def message_timeup(msg: MessageExt) -> MessageExtBrokerInner | None:
     """
     Java ``messageTimeup``: the scheduled record rebuilt for its real topic and queue.
 

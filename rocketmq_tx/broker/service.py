@@ -8,7 +8,8 @@ and the store's flush threads.
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from twisted.application import internet, service
 from twisted.internet import defer

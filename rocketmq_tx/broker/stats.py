@@ -8,7 +8,7 @@ per-key rates over the last minute, hour and day).
 from __future__ import annotations
 
 import collections
-from typing import Callable
+from collections.abc import Callable
 
 __all__ = ["BrokerStats", "StatsItem"]
 

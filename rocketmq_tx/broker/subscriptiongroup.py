@@ -6,11 +6,11 @@ created on first use when ``autoCreateSubscriptionGroup`` (and always for system
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
+from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.common.validators import validate_group
-from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
 from rocketmq_tx.store.configfile import ConfigFile, dumps
 
 __all__ = ["SubscriptionGroupManager", "is_sys_consumer_group"]

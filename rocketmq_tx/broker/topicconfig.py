@@ -9,11 +9,11 @@ here); nothing is created under a name outside them.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
+from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
 from rocketmq_tx.common.route import PermName, TopicConfig
 from rocketmq_tx.common.validators import TOPIC_MAX_LENGTH, is_store_name_safe, validate_group, validate_topic
-from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
 from rocketmq_tx.store.configfile import ConfigFile, dumps
 
 __all__ = [

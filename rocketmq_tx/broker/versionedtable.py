@@ -6,7 +6,8 @@ DataVersion that name servers and admin tools compare.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.store.configfile import ConfigFile

@@ -13,7 +13,8 @@ Everything runs on the injected reactor, so tests drive it with a ``MemoryReacto
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, succeed
 from twisted.internet.interfaces import IReactorTime
@@ -27,8 +28,7 @@ from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.dispatch import ProcessorTable
-from rocketmq_tx.remoting import RemotingCommand
-from rocketmq_tx.remoting import api, sendapi
+from rocketmq_tx.remoting import RemotingCommand, api, sendapi
 from rocketmq_tx.remoting.api import ConsumerData, HeartbeatData, MQClientError
 from rocketmq_tx.remoting.errors import RemotingError
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, Warn

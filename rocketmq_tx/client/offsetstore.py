@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.remoting.api import parse_reset_offset_body
 
 __all__ = ["LocalOffsetStore", "default_offset_dir"]

@@ -20,7 +20,8 @@ as an object, the only form Java understands for such maps.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import orjson
 

@@ -11,9 +11,9 @@ in CommitLog records and send headers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Final
+from typing import Final
 
 from rocketmq_tx.common.msgid import HostPort, create_offset_msg_id
 from rocketmq_tx.common.native import speedups

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from socket import AF_INET6, inet_ntoa, inet_ntop
-from typing import Callable, Final, Union
+from typing import Final, Union
 
 from rocketmq_tx.common._batch import decode_batch, encode_batch
 from rocketmq_tx.common._compression import compress_body, decompress_body, inflate

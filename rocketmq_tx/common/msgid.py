@@ -21,9 +21,9 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from functools import lru_cache
-from typing import Callable
 
 from rocketmq_tx.common.errors import MessageFormatError
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Optional
 
 __all__ = ["speedups", "ACCELERATED", "body_crc"]
 
-speedups: Optional[ModuleType] = None
+speedups: ModuleType | None = None
 
 if not os.environ.get("ROCKETMQ_TX_PURE"):
     try:

@@ -13,8 +13,9 @@ module stays free of any JSON library.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = [
     "MASTER_ID",

@@ -7,7 +7,7 @@ once per cause without letting a peer that invents causes grow memory.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Hashable
+from collections.abc import Hashable
 
 __all__ = ["FirstSeen"]
 

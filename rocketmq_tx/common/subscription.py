@@ -9,8 +9,9 @@ JSON shape; this module imports no JSON library.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["SubscriptionGroupConfig"]
 

@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
-from typing import Callable, Hashable, Mapping
 
 from twisted.logger import Logger
 

@@ -20,8 +20,8 @@ so Java's read-write lock has no counterpart.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable
 
 from rocketmq_tx.common.route import (
     MASTER_ID,

@@ -6,7 +6,7 @@ the Twisted counterpart of Java's ``NettyRemotingClient``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from twisted.internet.defer import Deferred, fail, gatherResults, succeed
 from twisted.internet.endpoints import HostnameEndpoint, connectProtocol, wrapClientTLS
@@ -16,7 +16,6 @@ from twisted.python.failure import Failure
 
 from rocketmq_tx.net.dispatch import ProcessorTable
 from rocketmq_tx.net.protocol import DEFAULT_IDLE_TIMEOUT, RemotingProtocol
-from rocketmq_tx.tlsconfig import TlsSettings
 from rocketmq_tx.remoting import (
     DEFAULT_MAX_FRAME_LENGTH,
     OpaqueSequence,
@@ -24,6 +23,7 @@ from rocketmq_tx.remoting import (
     RemotingConnectError,
     split_address,
 )
+from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["RemotingClient", "DEFAULT_TIMEOUT"]
 

@@ -7,7 +7,7 @@ response (Java's ``NettyRemotingAbstract.processRequestCommand``).
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger

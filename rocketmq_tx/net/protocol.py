@@ -11,7 +11,7 @@ peer address.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from twisted.internet.defer import Deferred, fail
 from twisted.internet.interfaces import IDelayedCall, IReactorTime

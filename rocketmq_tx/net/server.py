@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from twisted.internet.interfaces import IAddress, IReactorTime
 from twisted.internet.protocol import Factory

@@ -16,7 +16,8 @@ next writable event as before.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from twisted.internet import defer, tcp
 from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint

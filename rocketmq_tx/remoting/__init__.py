@@ -5,7 +5,14 @@ The RocketMQ remoting protocol as a sans-IO codec: no sockets, no Twisted.
 sockets. See ``docs/wire-protocol.md``.
 """
 
-from rocketmq_tx.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType, request_code, response_code
+from rocketmq_tx.remoting.codes import (
+    LanguageCode,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+    request_code,
+    response_code,
+)
 from rocketmq_tx.remoting.command import DEFAULT_VERSION, RPC_ONEWAY, RPC_TYPE_RESPONSE, RemotingCommand, split_address
 from rocketmq_tx.remoting.errors import (
     FrameTooLong,

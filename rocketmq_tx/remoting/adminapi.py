@@ -48,8 +48,8 @@ from rocketmq_tx.remoting.errors import MQBrokerError, RemotingCommandError, Rem
 from rocketmq_tx.remoting.headers.admin import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
-    GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
     ResetOffsetRequestHeader,
 )
@@ -59,6 +59,7 @@ from rocketmq_tx.remoting.headers.namesrv import (
     DeleteTopicFromNamesrvRequestHeader,
     PutKVConfigRequestHeader,
 )
+
 # The plan vocabulary is shared with the send path; re-exported here for the admin drivers.
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, run_plan
 

@@ -18,9 +18,10 @@ as fastjson writes bean keys.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.fastjson import ObjectKey

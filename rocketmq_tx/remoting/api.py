@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import Message, MessageConst, MessageExt, MessageQueue, properties_to_string
 from rocketmq_tx.common.messagecodec import compress_body, decode_messages, encode_batch, java_string_hash
 from rocketmq_tx.common.msgid import UniqueKeyGenerator
 from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.common.sysflag import COMPRESS_MSG_BODY_OVER_HOWMUCH, DEFAULT_COMPRESS_LEVEL, MessageSysFlag
-from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.codes import RequestCode, ResponseCode
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import MQBrokerError, RemotingCommandError, RocketMQError

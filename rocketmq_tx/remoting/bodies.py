@@ -18,8 +18,8 @@ from typing import Any
 
 from construct import ConstructError
 
-from rocketmq_tx.common.route import MASTER_ID, BrokerData, DataVersion, TopicConfig
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.route import MASTER_ID, BrokerData, DataVersion, TopicConfig
 from rocketmq_tx.remoting.errors import RemotingCommandError
 from rocketmq_tx.remoting.formats import RegisterBrokerBodyCompressed
 

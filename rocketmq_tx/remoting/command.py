@@ -8,8 +8,8 @@ custom header carried as ``extFields`` (a string-to-string map) and an opaque bo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from rocketmq_tx.remoting.codes import LanguageCode, ResponseCode, SerializeType
 

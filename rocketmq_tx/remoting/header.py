@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, ClassVar, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
 
 from rocketmq_tx.remoting.errors import RemotingCommandError
 

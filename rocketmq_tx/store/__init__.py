@@ -7,13 +7,14 @@ synchronous; the broker (or :class:`~rocketmq_tx.store.flush.StoreDriver`) drive
 work. See docs/store-format.md for the layouts.
 """
 
+from rocketmq_tx.store.checkpoint import StoreCheckpoint
 from rocketmq_tx.store.commitlog import CommitLog, DispatchRequest, MessageExtBatch, MessageExtBrokerInner
 from rocketmq_tx.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rocketmq_tx.store.consumequeue import ConsumeQueue
 from rocketmq_tx.store.flush import GroupCommitService, StoreDriver
 from rocketmq_tx.store.index import IndexFile, IndexService
 from rocketmq_tx.store.mappedfile import MappedFile, MappedFileQueue
-from rocketmq_tx.store.checkpoint import StoreCheckpoint
+from rocketmq_tx.store.reader import QueryMessageResult, TagsFilter
 from rocketmq_tx.store.status import (
     AppendMessageResult,
     AppendMessageStatus,
@@ -22,9 +23,7 @@ from rocketmq_tx.store.status import (
     PutMessageResult,
     PutMessageStatus,
 )
-from rocketmq_tx.store.reader import QueryMessageResult, TagsFilter
 from rocketmq_tx.store.store import DefaultMessageStore
-from rocketmq_tx.store.memory import InMemoryMessageStore
 
 __all__ = [
     "AppendMessageResult",
@@ -38,7 +37,6 @@ __all__ = [
     "GetMessageResult",
     "GetMessageStatus",
     "GroupCommitService",
-    "InMemoryMessageStore",
     "IndexFile",
     "IndexService",
     "MappedFile",

@@ -15,7 +15,7 @@ which every put the call declines takes; the bytes are the same either way
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from rocketmq_tx.common.messagecodec import pack_host
 from rocketmq_tx.common.native import body_crc
@@ -24,7 +24,6 @@ from rocketmq_tx.store.config import MessageStoreConfig
 from rocketmq_tx.store.consumequeue import ConsumeQueue
 from rocketmq_tx.store.index import IndexService
 from rocketmq_tx.store.pagewarmer import NOT_ZEROING, PageWarmer
-
 
 __all__ = ["NativeAppender", "CommitLogWriteError"]
 
@@ -75,7 +74,7 @@ class NativeAppender:
         self._queues.clear()
 
     def append(self, msg: MessageExtBrokerInner, key: str, queue_offset: int, store_ts: int,
-               topic_bytes: bytes, keys: str, uniq: Optional[str], tags: Optional[str]):
+               topic_bytes: bytes, keys: str, uniq: str | None, tags: str | None):
         """
         Append *msg* (a NOT_TYPE or COMMIT message outside SCHEDULE_TOPIC_XXXX) at
         *queue_offset* of its queue *key*, when the current CommitLog, ConsumeQueue and index

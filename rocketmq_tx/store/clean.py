@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from rocketmq_tx.store.commitlog import RMQ_SYS_SCHEDULE_TOPIC
 
@@ -61,7 +62,7 @@ class CleanService:
         self.manual_delete = 0
         self._last_physical_min_offset = 0
 
-    def delete_expired(self, now: Optional[float] = None) -> int:
+    def delete_expired(self, now: float | None = None) -> int:
         """
         Java ``CleanCommitLogService`` + ``CleanConsumeQueueService``: delete CommitLog files
         older than ``fileReservedTime`` hours when the hour is in ``deleteWhen`` or the disk is
@@ -108,7 +109,7 @@ class CleanService:
                 cq.delete_expired_file(min_offset)
         store.index_service.delete_expired_file(min_offset)
 
-    def clean_unused_topic(self, keep: Iterable[str], only: Optional[str] = None) -> int:
+    def clean_unused_topic(self, keep: Iterable[str], only: str | None = None) -> int:
         """
         Java ``DefaultMessageStore.cleanUnusedTopic``: destroy the ConsumeQueues of topics not
         in *keep* (the schedule, transaction-op and LMQ topics always stay); *only* limits it to

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import struct
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Iterator, Optional
 
 from rocketmq_tx.common._batch import iter_batch_entries
 from rocketmq_tx.common.errors import MessageFormatError
@@ -72,11 +72,11 @@ class MessageExtBrokerInner:
     sys_flag: int = 0
     born_timestamp: int = 0
     born_host: tuple[str, int] = ("127.0.0.1", 0)
-    store_host: Optional[tuple[str, int]] = None
+    store_host: tuple[str, int] | None = None
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
-    tags_code: Optional[int] = None
-    property_map: Optional[dict] = None
+    tags_code: int | None = None
+    property_map: dict | None = None
     wait_store_msg_ok: bool = True
 
     def get_properties(self) -> dict:
@@ -101,7 +101,7 @@ class MessageExtBatch:
     sys_flag: int = 0
     born_timestamp: int = 0
     born_host: tuple[str, int] = ("127.0.0.1", 0)
-    store_host: Optional[tuple[str, int]] = None
+    store_host: tuple[str, int] | None = None
     reconsume_times: int = 0
     wait_store_msg_ok: bool = True
 
@@ -118,15 +118,15 @@ class DispatchRequest:
     store_timestamp: int
     consume_queue_offset: int
     keys: str = ""
-    uniq_key: Optional[str] = None
+    uniq_key: str | None = None
     sys_flag: int = 0
     prepared_transaction_offset: int = 0
     success: bool = True
     properties: dict = field(default_factory=dict)
-    tags: Optional[str] = None
+    tags: str | None = None
 
 
-def _get_property(properties: bytes, name: bytes) -> Optional[str]:
+def _get_property(properties: bytes, name: bytes) -> str | None:
     """
     One property straight from a properties string (*name* ends with 0x01), without parsing
     the rest; the last occurrence wins and an empty value counts as absent, as in Java.
@@ -146,7 +146,7 @@ def _get_property(properties: bytes, name: bytes) -> Optional[str]:
     return None
 
 
-get_property: Callable[[bytes, bytes], Optional[str]] = speedups.get_property if speedups else _get_property
+get_property: Callable[[bytes, bytes], str | None] = speedups.get_property if speedups else _get_property
 
 
 def tags_code_of(topic: str, properties: dict, store_timestamp: int, delay_levels: dict[int, int]) -> int:
@@ -176,7 +176,7 @@ def _tags_hash(tags: str) -> int:
 
 
 def check_message_and_return_size(buf, offset: int, *, check_crc: bool,
-                                  delay_levels: dict[int, int]) -> tuple[Optional[DispatchRequest], int]:
+                                  delay_levels: dict[int, int]) -> tuple[DispatchRequest | None, int]:
     """
     Parse the record at *offset* of a CommitLog file buffer (Java
     ``checkMessageAndReturnSize``).
@@ -253,7 +253,7 @@ _FIXED_BY_HOSTS = tuple(_FIXED[f] for f in (0, 0x10, 0x20, 0x30))
 
 
 def _validate_record(buf, offset: int, check_crc: bool,
-                     _topics: dict[bytes, str]) -> tuple[int, Optional[str], int, int, int]:
+                     _topics: dict[bytes, str]) -> tuple[int, str | None, int, int, int]:
     """
     Structural check of the record at *offset* (the fast path of recovery): lengths agree with
     TOTALSIZE, the magic is known, the last byte is written, and optionally BODYCRC.
@@ -313,7 +313,7 @@ def _validate_record(buf, offset: int, check_crc: bool,
     return total, topic, queue_id, phys, sys_flag
 
 
-validate_record: Callable[[object, int, bool, dict], tuple[int, Optional[str], int, int, int]] = \
+validate_record: Callable[[object, int, bool, dict], tuple[int, str | None, int, int, int]] = \
     speedups.validate_record if speedups else _validate_record
 
 
@@ -408,7 +408,7 @@ class CommitLog:
 
     # -- reading
 
-    def get_message(self, offset: int, size: int) -> Optional[bytes]:
+    def get_message(self, offset: int, size: int) -> bytes | None:
         """The *size* bytes at physical *offset*, or ``None`` if that file is gone."""
         f = self.mapped_file_queue.find_mapped_file_by_offset(offset, offset == 0)
         if f is None:
@@ -430,7 +430,7 @@ class CommitLog:
 
     # -- recovery
 
-    def scan(self, start: MappedFile, *, check_crc: bool) -> Iterator[tuple[Optional[RecordInfo], int]]:
+    def scan(self, start: MappedFile, *, check_crc: bool) -> Iterator[tuple[RecordInfo | None, int]]:
         """
         Walk records from the beginning of *start* through the following files. Yields
         ``(info, end_offset)`` per valid record and finally ``(None, valid_end)``.
@@ -468,7 +468,7 @@ class CommitLog:
                     return
         yield None, end
 
-    def dispatch_request(self, info: RecordInfo, delay_levels: dict[int, int]) -> Optional[DispatchRequest]:
+    def dispatch_request(self, info: RecordInfo, delay_levels: dict[int, int]) -> DispatchRequest | None:
         """The full request for a record found by :meth:`scan` (decodes its properties)."""
         req, _ = check_message_and_return_size(info[5].mm, info[6], check_crc=False,
                                                delay_levels=delay_levels)

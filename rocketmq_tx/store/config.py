@@ -10,8 +10,9 @@ import dataclasses
 import enum
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["FlushDiskType", "BrokerRole", "MessageStoreConfig", "parse_delay_levels"]
 
@@ -142,7 +143,7 @@ class MessageStoreConfig:
     }
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, Any], **overrides: Any) -> "MessageStoreConfig":
+    def from_properties(cls, props: Mapping[str, Any], **overrides: Any) -> MessageStoreConfig:
         """
         Build a config from Java property names (``broker.conf``). Unknown keys are ignored
         (they belong to the broker); values are converted to the field's type.
@@ -158,7 +159,7 @@ class MessageStoreConfig:
         return cls(**kwargs)
 
 
-def _convert(f: "dataclasses.Field[Any]", value: Any) -> Any:
+def _convert(f: dataclasses.Field[Any], value: Any) -> Any:
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
     if isinstance(default, enum.Enum):
         return type(default)(str(value).strip())

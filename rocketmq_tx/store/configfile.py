@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from rocketmq_tx.common import fastjson
 
@@ -81,7 +81,7 @@ class ConfigFile:
     def bak_path(self) -> str:
         return self.path + ".bak"
 
-    def load(self) -> Optional[Any]:
+    def load(self) -> Any | None:
         """The parsed content, from the ``.bak`` file if the main one is unusable; ``None`` if neither is."""
         for path in (self.path, self.bak_path):
             try:
@@ -100,7 +100,7 @@ class ConfigFile:
                 log.error("cannot parse %s: %s", path, e)
         return None
 
-    def persist(self, value: Any, generation: Optional[int] = None) -> bool:
+    def persist(self, value: Any, generation: int | None = None) -> bool:
         """
         Write *value* (a JSON-able object, or already-encoded text). Returns ``False`` and logs
         on failure; the previous file is then left as it was. Thread-safe. With *generation*

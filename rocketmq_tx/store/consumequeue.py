@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rocketmq_tx.store.mappedfile import MappedFile, MappedFileQueue
@@ -199,7 +199,7 @@ class ConsumeQueue:
     def get_max_offset_in_queue(self) -> int:
         return self.mapped_file_queue.get_max_offset() // _UNIT
 
-    def get_index_buffer(self, start_index: int) -> Optional[tuple[bytes, int]]:
+    def get_index_buffer(self, start_index: int) -> tuple[bytes, int] | None:
         """
         Entries from *start_index* to the end of the written part of its file (Java
         ``getIndexBuffer``), as ``(bytes, start_index)``; ``None`` if that file is gone.
@@ -219,7 +219,7 @@ class ConsumeQueue:
             return None
         return data, start_index
 
-    def get_entry(self, index: int) -> Optional[tuple[int, int, int]]:
+    def get_entry(self, index: int) -> tuple[int, int, int] | None:
         offset = index * _UNIT
         f = self.mapped_file_queue.find_mapped_file_by_offset(offset)
         if f is None or offset - f.file_from_offset + _UNIT > f.wrote_position:
@@ -278,7 +278,7 @@ class ConsumeQueue:
             return left
         return right if timestamp - left_value > right_value - timestamp else left
 
-    def get_last_entry_phy(self, f: MappedFile) -> Optional[int]:
+    def get_last_entry_phy(self, f: MappedFile) -> int | None:
         """CommitLog offset of the last entry of *f* (for expiry)."""
         if f.wrote_position < _UNIT:
             return None

@@ -24,8 +24,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from rocketmq_tx.store.config import FlushDiskType
 from rocketmq_tx.store.status import PutMessageStatus
@@ -64,7 +65,7 @@ class GroupCommitRequest:
         self.count = 1
         self._status: PutMessageStatus | None = None
         self._waiters: list = []
-        self._callbacks: list[Callable[["GroupCommitRequest"], object]] = []
+        self._callbacks: list[Callable[[GroupCommitRequest], object]] = []
         #: the SyncFlusher syncing this batch, if any: a waiter can see its progress directly
         self._native = None
         #: the flusher's count of syncs begun when the batch opened
@@ -101,7 +102,7 @@ class GroupCommitRequest:
         assert status is not None
         return status
 
-    def add_done_callback(self, fn: Callable[["GroupCommitRequest"], object]) -> None:
+    def add_done_callback(self, fn: Callable[[GroupCommitRequest], object]) -> None:
         """Call *fn(self)* once done: from the completing thread, or at once if done already."""
         with self._callbacks_lock:
             if self._status is None:
@@ -308,7 +309,7 @@ class FlushManager:
     :ivar flush_commit_log_service: ASYNC_FLUSH's periodic flush.
     """
 
-    def __init__(self, store: "DefaultMessageStore") -> None:
+    def __init__(self, store: DefaultMessageStore) -> None:
         self.store = store
         cfg = store.config
         self._lock = threading.Lock()
@@ -426,7 +427,7 @@ class StoreDriver:
     real-time flush (ASYNC_FLUSH), ConsumeQueue flush and clean-up.
     """
 
-    def __init__(self, store: "DefaultMessageStore", clean: bool = True) -> None:
+    def __init__(self, store: DefaultMessageStore, clean: bool = True) -> None:
         self.store = store
         self.clean = clean
         self._stop = threading.Event()

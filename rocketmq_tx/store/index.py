@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from collections.abc import Callable
 from functools import lru_cache
 from operator import mul as _mul
-import time
-from typing import Callable, Optional
 
 from rocketmq_tx.common.message import KEY_SEPARATOR
 from rocketmq_tx.common.messagecodec import java_string_hash
@@ -109,7 +109,7 @@ topic_key_hash: Callable[[str, str], int] = speedups.topic_key_hash if speedups 
 _native_put_keys = speedups.index_put_keys if speedups else None
 
 
-def index_items(uniq_key: Optional[str], keys: Optional[str], tags: Optional[str]) -> list[str]:
+def index_items(uniq_key: str | None, keys: str | None, tags: str | None) -> list[str]:
     """
     What Java's ``buildIndex`` indexes for one message, in order: UNIQ_KEY, each word of KEYS,
     and ``T#`` + TAGS (given only when tags are indexed).
@@ -191,7 +191,7 @@ class IndexFile:
         self._write_header()
         return True
 
-    def _put_keys(self, topic: str, uniq_key: Optional[str], keys: Optional[str], tags: Optional[str],
+    def _put_keys(self, topic: str, uniq_key: str | None, keys: str | None, tags: str | None,
                   phy_offset: int, store_timestamp: int, skip: int = 0) -> int:
         """
         Index one message (:func:`index_items` as ``topic#item``), skipping the first *skip*
@@ -210,7 +210,7 @@ class IndexFile:
                 return i
         return -1
 
-    def _put_keys_native(self, topic: str, uniq_key: Optional[str], keys: Optional[str], tags: Optional[str],
+    def _put_keys_native(self, topic: str, uniq_key: str | None, keys: str | None, tags: str | None,
                          phy_offset: int, store_timestamp: int, skip: int = 0) -> int:
         (nxt, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = _native_put_keys(
@@ -317,7 +317,7 @@ class IndexService:
         return f
 
     def build_index(self, topic: str, commit_log_offset: int, store_timestamp: int, sys_flag: int,
-                    keys: str, uniq_key: Optional[str], tags: Optional[str] = None) -> None:
+                    keys: str, uniq_key: str | None, tags: str | None = None) -> None:
         """Index one message (Java ``buildIndex``); already-indexed offsets are skipped."""
         try:
             f = self._last_file()

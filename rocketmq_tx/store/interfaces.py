@@ -1,12 +1,12 @@
 """
 Narrow capability Protocols of a message store (style guide §3.6). Broker processors depend
-on the narrowest one they need; :class:`~rocketmq_tx.store.store.DefaultMessageStore` and
-:class:`~rocketmq_tx.store.memory.InMemoryMessageStore` implement all of them.
+on the narrowest one they need; :class:`~rocketmq_tx.store.store.DefaultMessageStore`
+implements all of them (``store/test/test_contract.py`` checks it).
 """
 
 from __future__ import annotations
 
-from typing import Optional, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from rocketmq_tx.common.message import MessageExt
 from rocketmq_tx.store.commitlog import MessageExtBatch, MessageExtBrokerInner
@@ -30,9 +30,9 @@ class IMessageAppender(Protocol):
 @runtime_checkable
 class IMessageReader(Protocol):
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    message_filter: Optional[IMessageFilter] = None) -> GetMessageResult: ...
+                    message_filter: IMessageFilter | None = None) -> GetMessageResult: ...
 
-    def look_message_by_offset(self, commit_log_offset: int, size: Optional[int] = None) -> Optional[MessageExt]: ...
+    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> MessageExt | None: ...
 
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int): ...
 
@@ -45,7 +45,7 @@ class IOffsetIndex(Protocol):
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int: ...
 
-    def get_earliest_message_time(self, topic: Optional[str] = None, queue_id: int = 0) -> int: ...
+    def get_earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int: ...
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ import logging
 import mmap
 import os
 import struct
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from rocketmq_tx.store.formats import file_name
 
@@ -170,7 +170,7 @@ class MappedFile:
 
     # -- reading
 
-    def read(self, pos: int, size: int) -> Optional[bytes]:
+    def read(self, pos: int, size: int) -> bytes | None:
         """Copy *size* bytes at *pos*, or ``None`` if the file was closed meanwhile."""
         try:
             return self.mm[pos : pos + size]
@@ -249,7 +249,7 @@ class MappedFileQueue:
         self.store_timestamp = 0
         #: called with each new file before anything is written to it (the C group commit
         #: flusher registers it); an exception fails the creation
-        self.on_create: Optional[Callable[[MappedFile], object]] = None
+        self.on_create: Callable[[MappedFile], object] | None = None
 
     # -- loading
 
@@ -280,15 +280,15 @@ class MappedFileQueue:
 
     # -- lookup
 
-    def first(self) -> Optional[MappedFile]:
+    def first(self) -> MappedFile | None:
         files = self.files
         return files[0] if files else None
 
-    def last(self) -> Optional[MappedFile]:
+    def last(self) -> MappedFile | None:
         files = self.files
         return files[-1] if files else None
 
-    def get_last_mapped_file(self, start_offset: int = 0, need_create: bool = True) -> Optional[MappedFile]:
+    def get_last_mapped_file(self, start_offset: int = 0, need_create: bool = True) -> MappedFile | None:
         """
         The file to append to; with *need_create*, a new one after a full last file (or the
         first one, at the file holding *start_offset*). Raises ``OSError`` if creation fails.
@@ -317,7 +317,7 @@ class MappedFileQueue:
         self.files = self.files + [f]
         return f
 
-    def find_mapped_file_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> Optional[MappedFile]:
+    def find_mapped_file_by_offset(self, offset: int, return_first_on_not_found: bool = False) -> MappedFile | None:
         files = self.files
         if not files:
             return None
@@ -438,7 +438,7 @@ class MappedFileQueue:
         return self.delete_files(doomed)
 
     def delete_expired_file_by_offset(self, offset: int, unit_size: int,
-                                      max_phy_of: Callable[[MappedFile], Optional[int]]) -> int:
+                                      max_phy_of: Callable[[MappedFile], int | None]) -> int:
         """
         Delete ConsumeQueue files (never the last) whose last entry points below *offset*
         (Java ``deleteExpiredFileByOffset``). *max_phy_of* returns that entry's CommitLog offset.

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Optional
 
 from rocketmq_tx.common.native import speedups
 from rocketmq_tx.store.formats import END_FILE_MIN_BLANK_LENGTH
@@ -49,7 +48,7 @@ class PageWarmer:
       rare case that it reaches a claimed chunk (:attr:`zero_from`).
     """
 
-    def __init__(self, window: int = 8 << 20, zero: bool = False, put_lock: Optional[threading.Lock] = None,
+    def __init__(self, window: int = 8 << 20, zero: bool = False, put_lock: threading.Lock | None = None,
                  margin: int = 1 << 20, chunk: int = 1 << 20) -> None:
         if zero and put_lock is None:
             raise ValueError("zeroing ahead needs the put lock")
@@ -67,7 +66,7 @@ class PageWarmer:
         #: set and read under the put lock
         self.zero_from = NOT_ZEROING
         self._cond = threading.Condition(threading.Lock())
-        self._job: Optional[tuple[MappedFile, int, int]] = None
+        self._job: tuple[MappedFile, int, int] | None = None
         #: the physical offset the last request reached
         self._requested_to = 0
         #: bytes populated (or zeroed) so far
@@ -143,7 +142,7 @@ class PageWarmer:
             self.warmed += stop - at
             at = stop
 
-    def clear_for(self, last: Optional[MappedFile], size: int) -> None:
+    def clear_for(self, last: MappedFile | None, size: int) -> None:
         """
         Under the put lock, before *size* bytes go at the end of *last* (the CommitLog's last
         file, ``None`` before the first): wait while a chunk where they, or a BLANK filler

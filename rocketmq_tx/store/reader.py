@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageConst, MessageExt
@@ -32,7 +32,7 @@ class MessageFilter(Protocol):
 class TagsFilter:
     """Subscription by tag hash codes (``None`` = every tag, Java's ``*``)."""
 
-    def __init__(self, tags: Optional[list[str]] = None) -> None:
+    def __init__(self, tags: list[str] | None = None) -> None:
         self.codes = None if tags is None else {java_string_hash(t) for t in tags}
 
     def is_matched_by_consume_queue(self, tags_code: int) -> bool:
@@ -67,7 +67,7 @@ class StoreReader:
         self._total_memory = _total_memory()
 
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    message_filter: Optional[MessageFilter] = None) -> GetMessageResult:
+                    message_filter: MessageFilter | None = None) -> GetMessageResult:
         """Java ``DefaultMessageStore.getMessage``: records of one queue from *offset* on."""
         result = GetMessageResult()
         if self._store.shutdown_flag and self._store.checkpoint is None:
@@ -205,7 +205,7 @@ class StoreReader:
         return cq.get_offset_in_queue_by_time(timestamp, self.commit_log.pickup_store_timestamp,
                                               self.commit_log.get_min_offset())
 
-    def get_earliest_message_time(self, topic: Optional[str] = None, queue_id: int = 0) -> int:
+    def get_earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
         """
         Store time of the first message of a queue, or (no topic) of the CommitLog; -1 if none
         (Java ``getEarliestMessageTime``).
@@ -233,7 +233,7 @@ class StoreReader:
             return -1
         return self.commit_log.pickup_store_timestamp(entry[0], entry[1])
 
-    def select_one_message_by_offset(self, commit_log_offset: int, size: Optional[int] = None) -> Optional[bytes]:
+    def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
         """The raw record at a physical offset (size read from the record when not given)."""
         if size is None:
             head = self.commit_log.get_message(commit_log_offset, 4)
@@ -244,7 +244,7 @@ class StoreReader:
                 return None
         return self.commit_log.get_message(commit_log_offset, size)
 
-    def look_message_by_offset(self, commit_log_offset: int, size: Optional[int] = None) -> Optional[MessageExt]:
+    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> MessageExt | None:
         """The message at a physical offset (from an offsetMsgId), or ``None``."""
         data = self.select_one_message_by_offset(commit_log_offset, size)
         if data is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from rocketmq_tx.common.msgid import create_offset_msg_id
 
@@ -90,13 +90,13 @@ class AppendMessageResult:
     status: AppendMessageStatus
     wrote_offset: int = 0
     wrote_bytes: int = 0
-    msg_id_text: Optional[str] = None
+    msg_id_text: str | None = None
     store_timestamp: int = 0
     logics_offset: int = 0
     msg_num: int = 1
     page_cache_rt: float = 0.0
     #: with ``msg_id_text`` None, :attr:`msg_id` is made from this and :attr:`wrote_offset`
-    store_host: Optional[tuple] = None
+    store_host: tuple | None = None
 
     def is_ok(self) -> bool:
         return self.status is AppendMessageStatus.PUT_OK
@@ -123,8 +123,8 @@ class PutMessageResult:
     """
 
     status: PutMessageStatus
-    append_result: Optional[AppendMessageResult] = None
-    flush_future: Optional["GroupCommitRequest"] = field(default=None, repr=False)
+    append_result: AppendMessageResult | None = None
+    flush_future: GroupCommitRequest | None = field(default=None, repr=False)
 
     def is_ok(self) -> bool:
         return self.append_result is not None and self.append_result.is_ok() and \

@@ -27,8 +27,8 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Callable, Iterable, Optional
 
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageConst, MessageExt, properties_to_string
@@ -95,7 +95,7 @@ class DefaultMessageStore:
         self.topic_queue_table: dict[str, int] = {}
         self.index_service = IndexService(config.store_path_index, config.max_hash_slot_num,
                                           config.max_index_num, self.now_ms, config.index_tags)
-        self.checkpoint: Optional[StoreCheckpoint] = None
+        self.checkpoint: StoreCheckpoint | None = None
         self.delay_levels = config.delay_levels()
         self.max_delay_level = max(self.delay_levels) if self.delay_levels else 0
         self.put_lock = threading.Lock()
@@ -108,12 +108,12 @@ class DefaultMessageStore:
         self._lock_fd = -1
         self.flush_manager = FlushManager(self)
         #: SYNC_FLUSH's group commit (None with ASYNC_FLUSH) and ASYNC_FLUSH's periodic flush
-        self.group_commit_service: Optional[GroupCommitService] = self.flush_manager.group_commit_service
+        self.group_commit_service: GroupCommitService | None = self.flush_manager.group_commit_service
         self.flush_commit_log_service = self.flush_manager.flush_commit_log_service
         #: Java's MessageArrivingListener: called with (topic, queue id, new max offset,
         #: tags code) for each entry added to a ConsumeQueue; the broker wakes long polls.
         #: It runs under the put lock, so it must only record the event.
-        self.message_arriving_listener: Optional[Callable[[str, int, int, int], None]] = None
+        self.message_arriving_listener: Callable[[str, int, int, int], None] | None = None
         #: the C accelerator's group commit flusher, which a StoreDriver runs with SYNC_FLUSH
         #: (None: the group commit thread calls fdatasync itself)
         self.sync_flusher_class = speedups.SyncFlusher if speedups else None
@@ -123,7 +123,7 @@ class DefaultMessageStore:
         self.page_warmer = PageWarmer(zero=sync, put_lock=self.put_lock)
         #: the one-call append of the C accelerator (None: every put takes the general path).
         #: SYNC_FLUSH appends with pwrite, not through the mapping (see NativeAppender).
-        self.appender: Optional[NativeAppender] = None
+        self.appender: NativeAppender | None = None
         if speedups is not None:
             self.appender = NativeAppender(speedups.append_message, config, self.commit_log,
                                            self.consume_queue_table, self.index_service, self.page_warmer,
@@ -270,7 +270,7 @@ class DefaultMessageStore:
 
     # ------------------------------------------------------------------ dispatch
 
-    def find_consume_queue(self, topic: str, queue_id: int, create: bool = True) -> Optional[ConsumeQueue]:
+    def find_consume_queue(self, topic: str, queue_id: int, create: bool = True) -> ConsumeQueue | None:
         """
         The queue, created (with its directory) when *create*.
 
@@ -298,8 +298,8 @@ class DefaultMessageStore:
                               req.sys_flag, req.tags)
 
     def _dispatch_fields(self, topic: str, queue_id: int, phys: int, size: int, tags_code: int,
-                         store_timestamp: int, queue_offset: int, keys: str, uniq_key: Optional[str],
-                         sys_flag: int, tags: Optional[str]) -> None:
+                         store_timestamp: int, queue_offset: int, keys: str, uniq_key: str | None,
+                         sys_flag: int, tags: str | None) -> None:
         tx = sys_flag & _TX_MASK
         if tx == _NOT_TYPE or tx == _COMMIT:
             queues = self.consume_queue_table.get(topic)
@@ -317,7 +317,7 @@ class DefaultMessageStore:
 
     # ------------------------------------------------------------------ put
 
-    def _check_store_status(self) -> Optional[PutMessageStatus]:
+    def _check_store_status(self) -> PutMessageStatus | None:
         if self.shutdown_flag:
             log.warning("message store is shut down; put refused")
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
@@ -460,7 +460,7 @@ class DefaultMessageStore:
         return self._handle_flush(result, phys + size, msg.wait_store_msg_ok)
 
     def _append_general(self, msg: MessageExtBrokerInner, topic: str, key: str, counts: bool, queue_offset: int,
-                        store_ts: int, pm: Optional[dict], keys: str, uniq: Optional[str], tags: Optional[str]):
+                        store_ts: int, pm: dict | None, keys: str, uniq: str | None, tags: str | None):
         """
         Any put (the Python twin of :class:`NativeAppender`): ``(phys, size, tags code)``, or
         the error result. Raises OSError and MessageFormatError.
@@ -607,14 +607,14 @@ class DefaultMessageStore:
         """Flush the CommitLog fully (Java ``DefaultMessageStore.flush``)."""
         return self.flush_manager.flush_commit_log(0)
 
-    def flush_consume_queue(self, now: Optional[float] = None, thorough: bool = False) -> None:
+    def flush_consume_queue(self, now: float | None = None, thorough: bool = False) -> None:
         """ConsumeQueues, index and checkpoint (:meth:`FlushManager.flush_consume_queue`)."""
         self.flush_manager.flush_consume_queue(self.now() if now is None else now, thorough)
 
     # ------------------------------------------------------------------ reads (StoreReader)
 
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    message_filter: Optional[MessageFilter] = None) -> GetMessageResult:
+                    message_filter: MessageFilter | None = None) -> GetMessageResult:
         """Java ``getMessage``: records of one queue from *offset* on (:meth:`StoreReader.get_message`)."""
         return self.reader.get_message(group, topic, queue_id, offset, max_msg_nums, message_filter)
 
@@ -630,7 +630,7 @@ class DefaultMessageStore:
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         return self.reader.get_offset_in_queue_by_time(topic, queue_id, timestamp)
 
-    def get_earliest_message_time(self, topic: Optional[str] = None, queue_id: int = 0) -> int:
+    def get_earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
         return self.reader.get_earliest_message_time(topic, queue_id)
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
@@ -642,10 +642,10 @@ class DefaultMessageStore:
     def get_min_phy_offset(self) -> int:
         return self.commit_log.get_min_offset()
 
-    def select_one_message_by_offset(self, commit_log_offset: int, size: Optional[int] = None) -> Optional[bytes]:
+    def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
         return self.reader.select_one_message_by_offset(commit_log_offset, size)
 
-    def look_message_by_offset(self, commit_log_offset: int, size: Optional[int] = None) -> Optional[MessageExt]:
+    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> MessageExt | None:
         return self.reader.look_message_by_offset(commit_log_offset, size)
 
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
@@ -653,7 +653,7 @@ class DefaultMessageStore:
 
     # ------------------------------------------------------------------ clean-up (CleanService)
 
-    def delete_expired(self, now: Optional[float] = None) -> int:
+    def delete_expired(self, now: float | None = None) -> int:
         """Expired CommitLog files, then ConsumeQueue and index files (:meth:`CleanService.delete_expired`)."""
         return self.clean_service.delete_expired(now)
 
@@ -665,7 +665,7 @@ class DefaultMessageStore:
         # read by broker/test/test_admin.py, from before the count moved to the CleanService
         return self.clean_service.manual_delete
 
-    def clean_unused_topic(self, keep: Iterable[str], only: Optional[str] = None) -> int:
+    def clean_unused_topic(self, keep: Iterable[str], only: str | None = None) -> int:
         """Java ``cleanUnusedTopic`` (:meth:`CleanService.clean_unused_topic`): queues destroyed."""
         with self.put_lock:  # a put must not recreate a queue being destroyed
             self._forget_queues()

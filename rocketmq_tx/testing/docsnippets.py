@@ -24,9 +24,9 @@ import ast
 import inspect
 import re
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 __all__ = ["NEEDS", "GIVEN", "ROOT", "Snippet", "find_snippets", "expected_prints", "bound_names", "free_names", "given",
            "output_matches", "rocketmq_imports", "run_file", "substitute"]

@@ -21,13 +21,14 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageExt, MessageQueue, string_to_properties
 from rocketmq_tx.common.messagecodec import decode_batch, encode_message
 from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
 from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command, split_address
-from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.adminbodies import (
     Connection,
     ConsumerConnection,

@@ -98,7 +98,8 @@ class ValidateTests(SynchronousTestCase):
         # The work per request, counted (its time is bench/bounded.py's acl-validate): the
         # signed content built once, one HMAC from the account's prepared key (never a new
         # key per request), nothing re-read from the rules' files.
-        from rocketmq_tx.acl import manager as manager_module, signing
+        from rocketmq_tx.acl import manager as manager_module
+        from rocketmq_tx.acl import signing
         contents: list[int] = []
         keys: list[int] = []
         macs: list[int] = []

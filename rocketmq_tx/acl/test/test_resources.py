@@ -17,7 +17,8 @@ from rocketmq_tx.acl.resources import (
     needed_resources,
 )
 from rocketmq_tx.acl.test.validate_cases import heartbeat
-from rocketmq_tx.remoting import RemotingCommand, RequestCode as C
+from rocketmq_tx.remoting import RemotingCommand
+from rocketmq_tx.remoting import RequestCode as C
 
 
 def needed(code: int, ext: dict | None = None, body: bytes = b"", strict: bool = False) -> dict:

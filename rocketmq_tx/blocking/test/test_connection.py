@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 import socket
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from twisted.trial.unittest import SynchronousTestCase
 

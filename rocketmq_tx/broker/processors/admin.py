@@ -24,12 +24,11 @@ GET_TOPIC_CONFIG (351), which 5.x mqadmin needs. The ACL codes (50-53) are
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.topicconfig import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC
 from rocketmq_tx.common.validators import validate_group
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode

@@ -18,8 +18,8 @@ from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.net.dispatch import IRemotingContext
 from rocketmq_tx.remoting import LanguageCode, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.adminbodies import (
-    ConsumerConnection,
     Connection,
+    ConsumerConnection,
     GroupList,
     LockBatchRequestBody,
     LockBatchResponseBody,

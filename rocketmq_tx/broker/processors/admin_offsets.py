@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import struct
 
-
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.processors.admin import AdminProcessor
 from rocketmq_tx.common import fastjson

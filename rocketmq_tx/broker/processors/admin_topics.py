@@ -5,7 +5,6 @@ Topic administration: create, delete, the topic configs, per-queue stats, the sy
 
 from __future__ import annotations
 
-
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.processors.admin import AdminProcessor, clean_unused_topic
 from rocketmq_tx.broker.topicconfig import validate_topic

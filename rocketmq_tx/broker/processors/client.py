@@ -11,8 +11,8 @@ from rocketmq_tx.common.route import PermName
 from rocketmq_tx.common.validators import is_store_name_safe, validate_group, validate_topic
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_tx.remoting.codes import LanguageCode
 from rocketmq_tx.remoting.api import HeartbeatData, SubscriptionData
+from rocketmq_tx.remoting.codes import LanguageCode
 from rocketmq_tx.remoting.headers.client import UnregisterClientRequestHeader
 
 __all__ = ["ClientManageProcessor"]

@@ -23,9 +23,9 @@ from rocketmq_tx.config import read_properties_text
 from rocketmq_tx.remoting import LanguageCode, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.adminbodies import (
     BrokerStatsData,
+    ConsumerConnection,
     ConsumeStats,
     ConsumeStatsList,
-    ConsumerConnection,
     GroupList,
     ProducerConnection,
     ProducerTableInfo,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import shutil
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet.testing import MemoryReactorClock
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 from twisted.trial.unittest import SynchronousTestCase
 

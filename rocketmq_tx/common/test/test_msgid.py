@@ -4,7 +4,7 @@ Tests for :mod:`rocketmq_tx.common.msgid`.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +21,7 @@ from rocketmq_tx.common.msgid import (
 )
 from rocketmq_tx.common.test.strategies import host_ports, int64s
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def _at(*args: int) -> float:

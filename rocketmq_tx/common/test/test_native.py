@@ -16,7 +16,8 @@ import zlib
 from collections import OrderedDict
 from unittest import SkipTest
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common import message, messagecodec, native

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.headers import GetRouteInfoRequestHeader
 
 __all__ = ["ClientRequestProcessor", "STANDARD_JSON_VERSION", "topic_not_exist_remark"]

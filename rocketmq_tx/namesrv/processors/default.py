@@ -8,18 +8,19 @@ the server's own configuration. Response codes and remarks are Java 4.9.8's.
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import threads
 from twisted.internet.defer import Deferred
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.config import ConfigError, read_properties_text
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
 from rocketmq_tx.net.dispatch import Handler, HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, RequestCode, ResponseCode
-from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.bodies import ClusterInfo, RegisterBrokerBody, kv_table, topic_list
 from rocketmq_tx.remoting.headers.namesrv import (
     AddWritePermOfBrokerRequestHeader,

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import zlib
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.route import DataVersion, TopicConfig
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.processors import processor_table
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting.bodies import RegisterBrokerBody
 
 

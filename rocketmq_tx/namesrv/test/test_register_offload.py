@@ -6,7 +6,8 @@ answers other connections meanwhile, and the answer is the one the reactor would
 from __future__ import annotations
 
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock

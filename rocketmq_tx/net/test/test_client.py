@@ -11,7 +11,13 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
-from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError, RemotingTimeoutError, SerializeType, split_address
+from rocketmq_tx.remoting import (
+    RemotingCommand,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    SerializeType,
+    split_address,
+)
 from rocketmq_tx.testing.echo import ECHO, ONEWAY_SINK, SINK_COUNT, echo_table
 from rocketmq_tx.testing.loopback import connect
 

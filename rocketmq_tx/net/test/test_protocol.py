@@ -5,8 +5,8 @@ from __future__ import annotations
 from twisted.internet.abstract import FileDescriptor
 from twisted.internet.address import IPv4Address
 from twisted.internet.defer import Deferred
-from twisted.internet.task import Clock
 from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.task import Clock
 from twisted.internet.testing import MemoryReactor, StringTransport
 from twisted.logger import capturedLogs
 from twisted.protocols.policies import ProtocolWrapper, WrappingFactory

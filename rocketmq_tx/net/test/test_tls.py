@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-
 import os
 import socket
 import ssl
@@ -132,7 +131,7 @@ class TlsServerTests(TestCase):
     def test_expired_certificates_refused(self):  # type: ignore[no-untyped-def]
         """An expired client certificate (mutual TLS) and an expired server certificate are refused;
         the server keeps serving good clients."""
-        past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)
+        past = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=1)
         expired_client = issue(self.pki["ca"], "old client", [], client=True, not_after=past)
         expired_server = issue(self.pki["ca"], "old server", ["127.0.0.1"], not_after=past)
         for name, issued in (("old-client", expired_client), ("old-server", expired_server)):

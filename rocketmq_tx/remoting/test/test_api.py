@@ -6,13 +6,12 @@ import zlib
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import Message, MessageConst, MessageExt, MessageQueue
 from rocketmq_tx.common.messagecodec import decode_batch, encode_message, java_string_hash
 from rocketmq_tx.common.msgid import UniqueKeyGenerator
 from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
-from rocketmq_tx.remoting import MQBrokerError, RemotingCommand, RequestCode
-from rocketmq_tx.common import fastjson
-from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting import MQBrokerError, RemotingCommand, RequestCode, api
 from rocketmq_tx.remoting.api import MQClientError, PullStatus, SendStatus, SubscriptionData
 from rocketmq_tx.remoting.headers.client import UnregisterClientRequestHeader
 from rocketmq_tx.remoting.headers.pull import PullMessageRequestHeader, PullSysFlag

@@ -12,8 +12,14 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common.clientroute import RouteTable
 from rocketmq_tx.common.message import Message, MessageQueue
-from rocketmq_tx.remoting import MQBrokerError, RemotingConnectError, RemotingTimeoutError, RequestCode, ResponseCode
-from rocketmq_tx.remoting import sendapi
+from rocketmq_tx.remoting import (
+    MQBrokerError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+    RequestCode,
+    ResponseCode,
+    sendapi,
+)
 from rocketmq_tx.remoting.api import MQClientError, SendStatus, get_max_offset_request
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, Warn, run_plan

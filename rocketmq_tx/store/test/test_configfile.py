@@ -9,9 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.store.test.util import temp_root
-
 from rocketmq_tx.store.configfile import ConfigFile, dumps, int_keys, loads
+from rocketmq_tx.store.test.util import temp_root
 
 DATA = Path(__file__).parent / "data"
 

@@ -1,4 +1,4 @@
-"""The same contract for DefaultMessageStore and InMemoryMessageStore."""
+"""DefaultMessageStore against the capability Protocols of store.interfaces and their contract."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.messagecodec import decode_messages, encode_batch
 from rocketmq_tx.store import GetMessageStatus, MessageExtBatch, PutMessageStatus, TagsFilter
 from rocketmq_tx.store.interfaces import IMessageAppender, IMessageReader, IOffsetIndex, IStoreLifecycle
-from rocketmq_tx.store.memory import InMemoryMessageStore
 from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
 
 
@@ -70,9 +69,3 @@ class DefaultMessageStoreContractTests(MessageStoreContractMixin, SynchronousTes
     def make_store(self):
         return open_store(temp_root(self), self.clock)
 
-
-class InMemoryMessageStoreContractTests(MessageStoreContractMixin, SynchronousTestCase):
-    def make_store(self):
-        store = InMemoryMessageStore(now=self.clock)
-        store.start()
-        return store

@@ -26,11 +26,10 @@ import time
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.store.test.util import temp_root
-
 from rocketmq_tx.common.messagecodec import decode_messages
 from rocketmq_tx.store import DefaultMessageStore, GetMessageStatus
 from rocketmq_tx.store.test.crashwriter import TOPIC, body_of, config
+from rocketmq_tx.store.test.util import temp_root
 
 SECONDS = float(os.environ.get("ROCKETMQ_TX_CRASH_SECONDS", "10"))
 THREADS = 3

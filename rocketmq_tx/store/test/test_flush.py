@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.store import FlushDiskType, PutMessageStatus, StoreDriver
-from concurrent.futures import TimeoutError as FutureTimeout
-
 from rocketmq_tx.store.flush import FlushRealTimeService, GroupCommitRequest, GroupCommitService
 from rocketmq_tx.store.test.util import Clock, message, open_store, temp_root
 

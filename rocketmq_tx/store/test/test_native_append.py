@@ -13,7 +13,8 @@ import os
 import resource
 import signal
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common.message import Message

@@ -6,9 +6,8 @@ import os
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.common.message import properties_to_string, string_to_properties
+from rocketmq_tx.common.message import Message, properties_to_string, string_to_properties
 from rocketmq_tx.common.messagecodec import decode_message, decode_messages, encode_batch, java_string_hash
-from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.msgid import create_offset_msg_id, decode_offset_msg_id
 from rocketmq_tx.common.sysflag import BLANK_MAGIC_CODE, MessageSysFlag
 from rocketmq_tx.store import (
@@ -219,7 +218,8 @@ class PutGetTests(SynchronousTestCase):
 class GetPropertyTests(SynchronousTestCase):
     """The put path's direct property lookup agrees with the full parser."""
 
-    from hypothesis import given as _given, strategies as _st
+    from hypothesis import given as _given
+    from hypothesis import strategies as _st
 
     _value = _st.text(_st.characters(blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)),
                       max_size=8)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any, Optional
+from typing import Any
 
 from rocketmq_tx.common.message import properties_to_string
 from rocketmq_tx.store.commitlog import MessageExtBrokerInner
@@ -45,7 +45,7 @@ def small_config(root: str, **overrides: Any) -> MessageStoreConfig:
     return MessageStoreConfig(**values)
 
 
-def open_store(root: str, clock: Optional[Clock] = None, start: bool = True, **overrides: Any) -> DefaultMessageStore:
+def open_store(root: str, clock: Clock | None = None, start: bool = True, **overrides: Any) -> DefaultMessageStore:
     os.makedirs(root, exist_ok=True)
     store = DefaultMessageStore(small_config(root, **overrides), now=clock or Clock())
     assert store.load()
@@ -54,8 +54,8 @@ def open_store(root: str, clock: Optional[Clock] = None, start: bool = True, **o
     return store
 
 
-def message(topic: str = "TopicTest", body: bytes = b"hello", queue_id: int = 0, *, tags: Optional[str] = None,
-            keys: Optional[str] = None, uniq: Optional[str] = None, extra: Optional[dict] = None,
+def message(topic: str = "TopicTest", body: bytes = b"hello", queue_id: int = 0, *, tags: str | None = None,
+            keys: str | None = None, uniq: str | None = None, extra: dict | None = None,
             sys_flag: int = 0, **kw: Any) -> MessageExtBrokerInner:
     props: dict[str, str] = {}
     if tags:
