@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "compat-tests"))

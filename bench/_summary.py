@@ -12,15 +12,15 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
-__all__ = ["RESULTS", "command_line", "git_commit", "loadavg", "machine", "default_path", "write"]
+__all__ = ["RESULTS", "command_line", "git_commit", "loadavg", "machine", "default_path", "dumps", "write"]
 
 
 def git_commit() -> str:
@@ -48,12 +48,19 @@ def command_line(script: str) -> str:
 
 
 def default_path(name: str, started: dt.datetime) -> Path:
-    return RESULTS / f"{name}-{started.astimezone(dt.timezone.utc).strftime('%Y%m%dT%H%M%SZ')}.json"
+    return RESULTS / f"{name}-{started.astimezone(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
 
 
-def write(summary: dict, path: Optional[Path]) -> Path:
+def write(summary: dict, path: Path) -> Path:
     """Write *summary* to *path* (its directory created); returns the path."""
-    assert path is not None
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(dumps(summary) + "\n", encoding="utf-8")
     return path
+
+
+def dumps(summary: dict) -> str:
+    """Indented JSON, with lists of numbers and strings kept on one line (the rounds' figures)."""
+    text = json.dumps(summary, indent=1, ensure_ascii=False)
+    # a newline is structure (inside a string it is escaped), so only the lists are touched
+    return re.sub(r"\[\n\s*([^\[\]{}]*?)\n\s*\]",
+                  lambda m: "[" + re.sub(r",\n\s*", ", ", m.group(1)) + "]", text)

@@ -14,12 +14,15 @@ and broker.
   PushConsumer), timed from the first message to the last.
 
 Our client runs in its own process (``--driver``), like the Java one, so the two compete
-for the same cores the same way. Prints a Markdown table of figures and tx / Java ratios.
+for the same cores the same way. Prints a Markdown table of figures and tx / Java ratios, and
+writes a small JSON summary of the run to ``bench/results/client-<UTC time>.json``
+(``--summary PATH`` elsewhere, ``--no-summary`` not at all).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import shutil
 import subprocess
@@ -152,40 +155,50 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="where to write the run's small JSON summary "
+                             "(default bench/results/client-<UTC time>.json)")
+    parser.add_argument("--no-summary", action="store_true", help="write no JSON summary")
     args = parser.parse_args()
 
-    import run as broker_bench  # bench/broker/run.py: the Java side's classpath and helpers
+    # the broker bench's parts (bench/broker/brokerbench): the Java side's classpath and helpers
+    import _summary
     from _common import table
+    from brokerbench.peers import BenchHome, start_java, tools_classpath
+    from brokerbench.settings import TOOL_JVM, WORK, log
+    from brokerbench.tools import Tool, ensure_topic, run_latency
 
-    tools_cp = broker_bench.tools_classpath()
-    broker_bench.WORK.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-client-", dir=broker_bench.WORK))
-    target = broker_bench.start_java("5.5.0", tools_cp, work / "store", heap="4g")
+    started = dt.datetime.now(dt.UTC)
+    load_start = _summary.loadavg()
+    tools_cp = tools_classpath()
+    WORK.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-client-", dir=WORK))
+    target = start_java("5.5.0", tools_cp, work / "store", heap="4g")
     ns = target.namesrv_addr
-    home = broker_bench.BenchHome("bench-client-tools", broker_bench.TOOL_JVM)
+    home = BenchHome("bench-client-tools", TOOL_JVM)
     results: dict[str, dict] = {}
     try:
         for threads in (64, 1):
             for who in ("java", "tx"):
                 topic = f"ClientBench{who}{threads}"
-                broker_bench.ensure_topic(ns, topic)
-                broker_bench.log(f"{who}: producer, {threads} in flight, {args.warmup + args.seconds:.0f} s")
+                ensure_topic(ns, topic)
+                log(f"{who}: producer, {threads} in flight, {args.warmup + args.seconds:.0f} s")
                 if who == "java":
-                    results[f"java_send_{threads}"] = broker_bench.run_latency(tools_cp, home, ns, topic, threads,
+                    results[f"java_send_{threads}"] = run_latency(tools_cp, home, ns, topic, threads,
                                                                               args.seconds)
                 else:
                     results[f"tx_send_{threads}"] = run_driver("produce", ns, topic, str(threads),
                                                                str(args.seconds), str(args.warmup),
                                                                timeout=args.seconds + args.warmup + 120)
         topic = "ClientBenchDrain"
-        broker_bench.ensure_topic(ns, topic)
-        broker_bench.log(f"filling {topic} with {args.messages} messages")
+        ensure_topic(ns, topic)
+        log(f"filling {topic} with {args.messages} messages")
         fill(ns, topic, args.messages)
         for who in ("java", "tx"):
             group = f"bench_drain_{who}"
-            broker_bench.log(f"{who}: push consumer draining {args.messages} messages")
+            log(f"{who}: push consumer draining {args.messages} messages")
             if who == "java":
-                tool = broker_bench.Tool(tools_cp, home, "rocketmq.bench.DrainConsumer",
+                tool = Tool(tools_cp, home, "rocketmq.bench.DrainConsumer",
                                          [ns, topic, group, str(args.messages), "600"], ())
                 try:
                     deadline = time.monotonic() + 660
@@ -218,6 +231,17 @@ def main() -> None:
                  ratio(t["rate"], j["rate"]), ">= 0.7"])
     print(table(["figure", "rocketmq_tx", "Java 5.5.0 client", "tx / Java", "goal"], rows))
     print(json.dumps(results))
+    if not args.no_summary:
+        path = _summary.write({
+            "bench": "client", "started": started.isoformat(timespec="seconds"), "commit": _summary.git_commit(),
+            "command": _summary.command_line("bench/client.py"),
+            "settings": {"seconds": args.seconds, "warmup": args.warmup, "messages": args.messages,
+                         "body_size": BODY_SIZE},
+            "machine": _summary.machine(), "loadavg_start": load_start, "loadavg_end": _summary.loadavg(),
+            "figures": {"table": [dict(zip(["figure", "rocketmq_tx", "java", "tx_over_java", "goal"], row))
+                                  for row in rows], "results": results},
+        }, args.summary or _summary.default_path("client", started))
+        log(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ def pull_body(count: int, size: int) -> bytes:
     offset = 0
     for i in range(count):
         msg = MessageExt(topic="TopicTest", body=os.urandom(size),
-                         properties={"TAGS": "TagA", "KEYS": f"k{i}", "UNIQ_KEY": f"{i:032X}", "CLUSTER": "DefaultCluster"},
+                         properties={"TAGS": "TagA", "KEYS": f"k{i}", "UNIQ_KEY": f"{i:032X}",
+                                     "CLUSTER": "DefaultCluster"},
                          queue_id=0, queue_offset=i, commit_log_offset=offset, born_timestamp=1700000000000 + i,
                          born_host=("127.0.0.1", 50000), store_timestamp=1700000000100 + i,
                          store_host=("127.0.0.1", 10911))

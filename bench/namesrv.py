@@ -81,7 +81,8 @@ def main() -> None:
     ours, theirs = results["rocketmq_tx"], results[f"Java {args.java}"]
     rows = [[name, r["rps"], r["p50_us"], r["p99_us"], r["errors"], round(r["rss_kib"] / 1024, 1)]
             for name, r in results.items()]
-    rows.append(["ratio tx/Java", f"{ours['rps'] / theirs['rps']:.2f}", f"{ours['p50_us'] / max(theirs['p50_us'], 1):.2f}",
+    rows.append(["ratio tx/Java", f"{ours['rps'] / theirs['rps']:.2f}",
+                 f"{ours['p50_us'] / max(theirs['p50_us'], 1):.2f}",
                  f"{ours['p99_us'] / max(theirs['p99_us'], 1):.2f}", "", f"{ours['rss_kib'] / theirs['rss_kib']:.2f}"])
     print(table(["server", "queries/s", "p50 µs", "p99 µs", "errors", "RSS MiB"], rows))
 

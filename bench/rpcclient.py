@@ -41,7 +41,8 @@ async def run(reactor, addr: str, inflight: int, seconds: float, serialize: Seri
     n = len(latencies)
     print(json.dumps({
         "inflight": inflight, "serialize": serialize.name, "requests": n, "seconds": round(elapsed, 3),
-        "rps": round(n / elapsed), "p50_us": round(latencies[n // 2] * 1e6), "p99_us": round(latencies[int(n * 0.99)] * 1e6),
+        "rps": round(n / elapsed), "p50_us": round(latencies[n // 2] * 1e6),
+        "p99_us": round(latencies[int(n * 0.99)] * 1e6),
     }), flush=True)
 
 

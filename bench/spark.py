@@ -6,7 +6,9 @@ The ``rocketmq`` PySpark source's batch-read speed: N messages of 1 KiB in 8 que
 * Spark ``local[2]`` through the ``rocketmq`` source (``format("noop")`` consumes the rows);
 * Spark ``local[2]`` reading the same rows from a local Parquet copy.
 
-Reported as rows/s and as ratios to the plain client and to Parquet.
+Reported as rows/s and as ratios to the plain client and to Parquet; a small JSON summary
+of the run goes to ``bench/results/spark-<UTC time>.json`` (``--summary PATH`` elsewhere,
+``--no-summary`` not at all).
 
     python bench/spark.py [--messages 1000000] [--rounds 2] [--size 1024]
 """
@@ -14,6 +16,7 @@ Reported as rows/s and as ratios to the plain client and to Parquet.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import shutil
@@ -22,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import _summary
 from _common import ROOT, table
 
 sys.path.insert(0, str(ROOT / "compat-tests"))
@@ -97,7 +101,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=2, help="timed reads of each kind (the best counts)")
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="where to write the run's small JSON summary "
+                             "(default bench/results/spark-<UTC time>.json)")
+    parser.add_argument("--no-summary", action="store_true", help="write no JSON summary")
     args = parser.parse_args()
+    run_started = dt.datetime.now(dt.UTC)
+    load_start = _summary.loadavg()
     work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
     broker = txbroker.start_standalone(work / "store", name="bench-spark")
     spark = None
@@ -131,6 +141,22 @@ def main() -> None:
           f"source / Parquet: {source_rate / rate['Spark Parquet']:.2f}   "
           f"({args.messages} messages of {args.size} bytes, {QUEUES} queues, local[2])")
     print(json.dumps({"messages": args.messages, "size": args.size, "rows_per_s": rate}))
+    if not args.no_summary:
+        versus_plain = source_rate / rate["plain client"]
+        path = _summary.write({
+            "bench": "spark", "started": run_started.isoformat(timespec="seconds"), "commit": _summary.git_commit(),
+            "command": _summary.command_line("bench/spark.py"),
+            "settings": {"messages": args.messages, "size": args.size, "rounds": args.rounds, "queues": QUEUES,
+                         "master": "local[2]"},
+            "machine": _summary.machine(), "loadavg_start": load_start, "loadavg_end": _summary.loadavg(),
+            "figures": {"rows_per_s_best": {k: round(v) for k, v in rate.items()},
+                        "seconds_per_round": {k: [round(t, 3) for t in v] for k, v in timings.items()},
+                        "source_over_plain_client": round(versus_plain, 3),
+                        "source_over_parquet": round(source_rate / rate["Spark Parquet"], 3)},
+            "goals": [{"goal": "at least 0.5x the plain client's rate", "figure": round(versus_plain, 3),
+                       "met": versus_plain >= 0.5}],
+        }, args.summary or _summary.default_path("spark", run_started))
+        print(f"summary: {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

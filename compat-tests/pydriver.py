@@ -138,7 +138,8 @@ def run_case(name: str, client: Any, kind: SerializeType, addr: str, detail: dic
     if name == "unknown":
         response = client.call(req(UNKNOWN), 10)
         detail.update(code=response.code, remark=response.remark, serialize=response.serialize_type.name)
-        return response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and response.remark == f" request type {UNKNOWN} not supported"
+        return (response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+                and response.remark == f" request type {UNKNOWN} not supported")
     if name == "many":
         for i in range(200):
             ext = {"i": str(i), "pad": "x" * (i % 17 + 1)}

@@ -149,7 +149,8 @@ def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float 
             "org.apache.rocketmq.tools.command.MQAdminStartup", *args]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=str(home.root), env=home.env())
     if out.returncode != 0:
-        raise RuntimeError(f"mqadmin {' '.join(args)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        raise RuntimeError(
+            f"mqadmin {' '.join(args)} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return out.stdout.splitlines()
 
 

@@ -250,7 +250,7 @@ def acl_peer(classpath: str, commands: list[list[str]], timeout: float = 180.0) 
     with open(err, "wb") as stderr:
         out = subprocess.run(argv, input=text.encode(), stdout=subprocess.PIPE, stderr=stderr, timeout=timeout,
                              cwd=str(jh.JAVA_PROJECT))
-    lines = [json.loads(l) for l in out.stdout.decode().splitlines() if l.startswith("{")]
+    lines = [json.loads(line) for line in out.stdout.decode().splitlines() if line.startswith("{")]
     assert lines and lines[-1] == {"done": True} and len(lines) == len(commands) + 1, \
         (out.returncode, out.stdout.decode()[-2000:], jh._tail(err, 40))
     err.unlink()
@@ -694,12 +694,12 @@ def test_twisted_clients_against_java_broker(java):
     ns = java["namesrv"]
     out = txclient(["produce", ns, "AclTopic5", "3"], USER)
     assert out.returncode == 0, out.stderr[-3000:]
-    sent = [json.loads(l) for l in out.stdout.splitlines() if l.startswith('{"i"')]
+    sent = [json.loads(line) for line in out.stdout.splitlines() if line.startswith('{"i"')]
     assert [s["status"] for s in sent] == ["SEND_OK"] * 3, out.stdout
     out = txclient(["litepull", ns, "AclGroup", "AclTopic5", "3", "60"], USER)
     assert out.returncode == 0, out.stderr[-3000:]
-    lines = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
-    assert sorted(l["body"] for l in lines if "body" in l) == ["tx-0", "tx-1", "tx-2"], out.stdout
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert sorted(line["body"] for line in lines if "body" in line) == ["tx-0", "tx-1", "tx-2"], out.stdout
     assert lines[-1]["done"] and lines[-1]["received"] == 3, lines[-1]
     out = txclient(["produce", ns, "AclTopic5", "1"], (USER[0], "notTheSecret"))
     assert out.returncode != 0, out.stdout
@@ -737,10 +737,10 @@ class Tools:
         text = "".join("\t".join((c[0], "-n", ns, *c[1:])) + "\n" for c in commands)
         out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=240, cwd=str(self.home.root),
                              env=self.home.env())
-        results = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+        results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
         assert results and results[-1] == {"done": True}, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
         return [(r["out"], f"mqadmin {self.version} {' '.join(c)}\n--- stdout ---\n{r['out'][-2000:]}\n--- stderr ---\n"
-                 + "\n".join(l for l in r["err"].splitlines() if not l.lstrip().startswith("at "))[-2500:])
+                 + "\n".join(line for line in r["err"].splitlines() if not line.lstrip().startswith("at "))[-2500:])
                 for c, r in zip(commands, results)]
 
 

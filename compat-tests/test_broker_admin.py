@@ -74,7 +74,7 @@ class Admin:
     def run(self, *args: str, timeout: float = 120.0) -> str:
         argv = ["java", *self.home.jvm_args(), *FAST_START, "-cp", self.classpath,
                 "org.apache.rocketmq.tools.command.MQAdminStartup", args[0], "-n", self.ns, *args[1:]]
-        for attempt in (1, 2):
+        for _attempt in (1, 2):
             out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=str(self.home.root),
                                  env=self.home.env())
             # mqadmin's own 3 s request timeout includes its JVM's slow first calls; on a
@@ -87,7 +87,7 @@ class Admin:
 
 
 def _stderr_summary(text: str) -> str:
-    lines = [l for l in text.splitlines() if not l.lstrip().startswith("at ") and " WARN " not in l]
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("at ") and " WARN " not in line]
     return "\n".join(lines[-25:])
 
 
@@ -103,7 +103,7 @@ def env(java_classpath_4, java_classpath_5, tmp_path_factory):
         tb.wait_topic_route(server.namesrv, TOPIC, [BROKER])
         first_store_ms = int(time.time() * 1000) - 1000
         lines = jh.run_java(java_classpath_4, "ClientPeer", ["produce", server.namesrv, TOPIC, str(COUNT)])
-        sends = [json.loads(l) for l in lines if l.startswith("{") and '"i"' in l]
+        sends = [json.loads(line) for line in lines if line.startswith("{") and '"i"' in line]
         assert len(sends) == COUNT and all(s["status"] == "SEND_OK" for s in sends), lines
         consumer = jh.start_java(java_classpath_4, "ClientPeer",
                                  ["consume", server.namesrv, TOPIC, GROUP, "1000000", "900"], ready=r"READY (\d+)")
@@ -145,7 +145,7 @@ def admin_batch(version: str, classpath: str, home: rj.JavaHome, ns: str, comman
     text = "".join("\t".join((args[0], "-n", ns, *args[1:])) + "\n" for args in commands)
     out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=240, cwd=str(home.root),
                          env=home.env())
-    results = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     assert results and results[-1] == {"done": True}, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
     answers = {}
     for args, result in zip(commands, results):
@@ -212,7 +212,7 @@ def test_topic_route(admin, env):
 
 def test_topic_status(admin, env):
     out = admin("topicStatus", "-t", TOPIC)
-    rows = [l.split() for l in out.splitlines() if l.startswith(BROKER)]
+    rows = [line.split() for line in out.splitlines() if line.startswith(BROKER)]
     got = {int(r[1]): (int(r[2]), int(r[3])) for r in rows}
     want = {q: (0, _queue_offsets(env).get(q, 0)) for q in range(4)}
     assert got == want, admin.last
@@ -234,7 +234,7 @@ def test_update_sub_group(admin, env):
 
 def test_consumer_progress_of_group(admin, env):
     out = admin("consumerProgress", "-g", GROUP)
-    rows = [l.split() for l in out.splitlines() if l.startswith(TOPIC + " ")]
+    rows = [line.split() for line in out.splitlines() if line.startswith(TOPIC + " ")]
     ends = _queue_offsets(env)
     got = {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows if r[1] == BROKER}
     assert got == {q: (ends.get(q, 0), ends.get(q, 0), 0) for q in range(4)}, admin.last
@@ -243,7 +243,7 @@ def test_consumer_progress_of_group(admin, env):
 
 def test_consumer_progress_all(admin, env):
     out = admin("consumerProgress")
-    rows = [l.split() for l in out.splitlines() if l.startswith(GROUP + " ")]
+    rows = [line.split() for line in out.splitlines() if line.startswith(GROUP + " ")]
     assert rows, admin.last
     # #Group #Count #Version #Type #Model #TPS #Diff Total
     assert rows[0][1] == "1" and rows[0][3] == "PUSH" and rows[0][4] == "CLUSTERING", admin.last
@@ -252,7 +252,7 @@ def test_consumer_progress_all(admin, env):
 
 def test_consumer_connection(admin, env):
     out = admin("consumerConnection", "-g", GROUP)
-    rows = [l.split() for l in out.splitlines() if "@" in l and not l.startswith("#")]
+    rows = [line.split() for line in out.splitlines() if "@" in line and not line.startswith("#")]
     assert len(rows) == 1, admin.last
     client_id, client_addr, language, version = rows[0][1:5] if rows[0][0].isdigit() else rows[0][:4]
     assert client_addr.startswith("127.0.0.1:") and language == "JAVA" and version == "V4_9_8", admin.last
@@ -285,7 +285,7 @@ def test_get_broker_config(admin, env):
 
 def test_cluster_list(admin, env):
     out = admin("clusterList")
-    rows = [l.split() for l in out.splitlines() if l.startswith(CLUSTER)]
+    rows = [line.split() for line in out.splitlines() if line.startswith(CLUSTER)]
     assert [r[:5] for r in rows] == [[CLUSTER, BROKER, "0", env["addr"], "V4_9_8"]], admin.last
     # The thread-pool wait figures come from the broker's runtime info, like Java's.
     assert "null" not in out, admin.last
@@ -293,7 +293,7 @@ def test_cluster_list(admin, env):
 
 def test_stats_all(admin, env):
     out = admin("statsAll")
-    rows = [l.split() for l in out.splitlines() if l.startswith(TOPIC + " ")]
+    rows = [line.split() for line in out.splitlines() if line.startswith(TOPIC + " ")]
     assert rows and rows[0][1] == GROUP, admin.last
     # #Topic #Consumer Group #Accumulation #InTPS #OutTPS #InMsg24Hour #OutMsg24Hour
     assert int(rows[0][2]) == 0 and int(rows[0][5]) >= COUNT and int(rows[0][6]) >= COUNT, admin.last
@@ -320,7 +320,7 @@ def test_query_msg_by_id(admin, env):
 def test_query_msg_by_key(admin, env):
     s = env["sends"][3]
     out = admin("queryMsgByKey", "-t", TOPIC, "-k", "jk-3")
-    rows = [l.split() for l in out.splitlines() if l and not l.startswith("#")]
+    rows = [line.split() for line in out.splitlines() if line and not line.startswith("#")]
     assert [r[:3] for r in rows] == [[s["msgId"], str(s["queueId"]), str(s["queueOffset"])]], admin.last
 
 
@@ -350,7 +350,7 @@ def test_reset_offset_by_time(admin, env):
     """Back to before the first message: the live consumer gets every message again."""
     consumer = env["consumer"]
     out = admin("resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", str(env["first_store_ms"]))
-    rows = [l.split() for l in out.splitlines() if l.startswith(BROKER)]
+    rows = [line.split() for line in out.splitlines() if line.startswith(BROKER)]
     assert sorted((int(r[1]), int(r[2])) for r in rows) == [(q, 0) for q in range(4)], admin.last
     if admin.version != VERSIONS[0]:
         return  # the broker-to-client part is the same request for both tools (checked once:

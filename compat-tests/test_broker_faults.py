@@ -35,7 +35,7 @@ import txbroker as tb
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import decode_messages
-from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting import RemotingCommand, RemotingTimeoutError, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.compat
 
@@ -273,7 +273,7 @@ def test_disconnect_during_long_poll(tx):
             raw = BlockingConnection(broker.addr)
             request = RemotingCommand.request(RequestCode.PULL_MESSAGE,
                                               tb.pull_fields(GROUP, TOPIC, 1, end, suspend_ms=15000))
-            with pytest.raises(Exception):
+            with pytest.raises(RemotingTimeoutError):
                 raw.invoke(request, timeout=0.5)  # parked: no answer yet
             raw.close()
         # Another client long-polls the same queue and is woken by a new message.
@@ -435,9 +435,10 @@ def test_rocketmq_serialization_answered_in_kind(tx, java):
 
     def run(conn):
         refused = conn.invoke(RemotingCommand.request(
-            RequestCode.PULL_MESSAGE, tb.pull_fields("NoSuchGroup", TOPIC, 0, 0), serialize_type=SerializeType.ROCKETMQ))
-        sent = conn.invoke(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, _send_fields(TOPIC, 2), b"binary-header",
-                                                   serialize_type=SerializeType.ROCKETMQ))
+            RequestCode.PULL_MESSAGE, tb.pull_fields("NoSuchGroup", TOPIC, 0, 0),
+            serialize_type=SerializeType.ROCKETMQ))
+        sent = conn.invoke(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, _send_fields(TOPIC, 2),
+                                                   b"binary-header", serialize_type=SerializeType.ROCKETMQ))
         return refused, sent
 
     (ours_refused, ours_sent), (theirs_refused, theirs_sent) = both(tx, java, run)

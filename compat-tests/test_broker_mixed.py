@@ -50,8 +50,8 @@ def mixed(java_classpath_4, java_classpath_5, tmp_path_factory):
         for ns in (tx_ns, java_ns_addr, java5_ns_addr):
             tb.wait_route(ns, lambda info: {TX_BROKER, JAVA_BROKER} <= set(info["clusterAddrTable"].get(CLUSTER, [])),
                           what="both brokers in the cluster")
-        yield dict(tx_ns=tx_ns, java_ns=java_ns_addr, java5_ns=java5_ns_addr, tx_broker=tx_broker, java_broker=java_broker_addr, home=home,
-                   cp4=java_classpath_4, cp5=java_classpath_5)
+        yield dict(tx_ns=tx_ns, java_ns=java_ns_addr, java5_ns=java5_ns_addr, tx_broker=tx_broker,
+                   java_broker=java_broker_addr, home=home, cp4=java_classpath_4, cp5=java_classpath_5)
         problems = tb.broker_log_problems(tx_broker.log_text())
         assert not problems, "our broker logged errors:\n" + "\n".join(problems)
     finally:
@@ -128,7 +128,7 @@ def test_single_broker_topics_across_name_servers(mixed):
         assert [b["brokerName"] for b in route["brokerDatas"]] == [name], route
     jobs = [(mixed["cp4"], "ProduceConsume", [ns, topic, "40", "60"]) for topic, _, _, ns in cases]
     results = [json.loads(lines[-1]) for lines in jh.run_java_parallel(jobs, timeout=150)]
-    for (topic, _, name, ns), result in zip(cases, results):
+    for (topic, _, name, _ns), result in zip(cases, results):
         assert result["send_ok"] == 40 and result["unique"] == 40 and result["missing"] == [], (topic, result)
         assert result["brokers"] == [name], (topic, result)
 
@@ -139,7 +139,7 @@ def test_auto_created_topic_spreads_over_both(mixed):
     messages are stored on both."""
     topic = _topic_name("AutoMixed")
     lines = jh.run_java(mixed["cp4"], "ClientPeer", ["produce", mixed["tx_ns"], topic, "40"], timeout=120)
-    sends = [json.loads(l) for l in lines if l.startswith("{") and '"i"' in l]
+    sends = [json.loads(line) for line in lines if line.startswith("{") and '"i"' in line]
     assert len(sends) == 40 and all(s["status"] == "SEND_OK" for s in sends), lines
     per_broker = {name: sum(1 for s in sends if s["broker"] == name) for name in (TX_BROKER, JAVA_BROKER)}
     assert all(per_broker.values()), per_broker

@@ -72,7 +72,8 @@ def test_java_clients_enforcing(java_classpath_4, tmp_path):
         home = rj.JavaHome("tls-admin")
         ns = f"127.0.0.1:{proc.namesrv_port}"
         out = rj.mqadmin(java_classpath_4, ["topicRoute", "-n", ns, "-t", topic], home,
-                         props={"tls.enable": "true", "tls.test.mode.enable": "true", "tls.config.file": "/nonexistent"})
+                         props={"tls.enable": "true", "tls.test.mode.enable": "true",
+                                "tls.config.file": "/nonexistent"})
         assert any("broker-tls" in line for line in out), out
         try:
             plain = rj.mqadmin(java_classpath_4, ["topicRoute", "-n", ns, "-t", topic], home, timeout=60,
@@ -117,7 +118,8 @@ def test_java_clients_mutual_tls(java_classpath_4, tmp_path):
         result = produce_consume(java_classpath_4, proc, f"MtlsTopic{time.time_ns() % 100000}", java_mtls)
         assert result["send_ok"] == 20 and result["unique"] == 20 and result["missing"] == [], result
         broker = f"127.0.0.1:{proc.port}"
-        no_cert = TlsSettings.from_sources({"tls.config.file": "", "tls.enable": "true", "tls.test.mode.enable": "true"})
+        no_cert = TlsSettings.from_sources({"tls.config.file": "", "tls.enable": "true",
+                                            "tls.test.mode.enable": "true"})
         wrong_ca = TlsSettings.from_sources({
             "tls.config.file": "", "tls.enable": "true", "tls.test.mode.enable": "false",
             "tls.client.keyPath": f"{other}/client.key", "tls.client.certPath": f"{other}/client.pem",

@@ -133,7 +133,7 @@ def test_our_producers_to_java_push_consumer(cluster):
         for i, msg in enumerate(batch):
             msg.keys = [f"bk-{i}"]
         result = producer.send_batch(batch)
-        for i, (msg, msg_id) in enumerate(zip(batch, result.msg_id.split(","))):
+        for i, (_msg, msg_id) in enumerate(zip(batch, result.msg_id.split(","))):
             expected[f"batch-{i}"] = (None, f"bk-{i}", None, msg_id)
     for line in txclient("produce", cluster["namesrv"], topic, "4")[:-1]:
         i = line["i"]
@@ -214,7 +214,10 @@ def test_java_producer_to_our_lite_pull_consumer(cluster):
 
 
 def progress_rows(cluster: dict, group: str, topic: str) -> dict:
-    """mqadmin consumerProgress: (broker, queue) -> (broker offset, consumer offset), retried while the route settles."""
+    """
+    mqadmin consumerProgress: (broker, queue) -> (broker offset, consumer offset), retried while
+    the route settles.
+    """
     deadline = time.monotonic() + 60
     while True:
         try:

@@ -111,11 +111,12 @@ def test_mqadmin_same_answers(cluster):
     assert normalized_cluster_list(admin(cluster, "clusterList", "-n", tx)) == \
         normalized_cluster_list(admin(cluster, "clusterList", "-n", java))
     assert sorted(admin(cluster, "topicList", "-n", tx)) == sorted(admin(cluster, "topicList", "-n", java))
-    assert admin(cluster, "topicRoute", "-n", tx, "-t", "TBW102") == admin(cluster, "topicRoute", "-n", java, "-t", "TBW102")
+    assert admin(cluster, "topicRoute", "-n", tx, "-t", "TBW102") == \
+        admin(cluster, "topicRoute", "-n", java, "-t", "TBW102")
 
     def config_keys(addr: str) -> dict[str, str]:
         lines = admin(cluster, "getNamesrvConfig", "-n", addr)
-        return {m.group(1): m.group(2) for m in (re.match(r"(\S+)\s+=\s+(.*)$", l) for l in lines) if m}
+        return {m.group(1): m.group(2) for m in (re.match(r"(\S+)\s+=\s+(.*)$", line) for line in lines) if m}
 
     ours, theirs = config_keys(tx), config_keys(java)
     missing = set(theirs) - set(ours) - {"configBlackList"}  # 4.9.7 does not report its blacklist key
@@ -127,7 +128,8 @@ def test_mqadmin_same_answers(cluster):
         admin(cluster, "updateKvConfig", "-n", addr, "-s", "compatNs", "-k", "k1", "-v", "v1")
     with BlockingRemotingClient() as client:
         def get(addr: str, key: str) -> tuple[int, str | None, str | None]:
-            r = client.invoke(addr, RemotingCommand.request(RequestCode.GET_KV_CONFIG, {"namespace": "compatNs", "key": key}))
+            r = client.invoke(addr, RemotingCommand.request(RequestCode.GET_KV_CONFIG,
+                                                            {"namespace": "compatNs", "key": key}))
             return r.code, r.ext_fields.get("value"), r.remark
         assert get(tx, "k1") == get(java, "k1") == (0, "v1", None)
         for addr in (tx, java):
@@ -137,8 +139,8 @@ def test_mqadmin_same_answers(cluster):
 
     def wipe(addr: str) -> list[str]:
         # The count is compared below, on requests sent back to back.
-        return [re.sub(r"OK, \d+$", "OK, <n>", l.replace(addr, "<ns>"))
-                for l in admin(cluster, "wipeWritePerm", "-n", addr, "-b", "broker-a") if "wipe" in l]
+        return [re.sub(r"OK, \d+$", "OK, <n>", line.replace(addr, "<ns>"))
+                for line in admin(cluster, "wipeWritePerm", "-n", addr, "-b", "broker-a") if "wipe" in line]
 
     assert wipe(tx) == wipe(java)
     # The broker re-registers now and then and may restore the permission (on both, but
@@ -147,7 +149,8 @@ def test_mqadmin_same_answers(cluster):
         def wipe_and_route(addr: str) -> tuple[int, dict]:
             wiped = client.invoke(addr, RemotingCommand.request(RequestCode.WIPE_WRITE_PERM_OF_BROKER,
                                                                 {"brokerName": "broker-a"}))
-            route = client.invoke(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}))
+            route = client.invoke(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                                {"topic": "TBW102"}))
             return int(wiped.ext_fields["wipeTopicCount"]), fastjson.loads(route.body)
         ours_wiped, theirs_wiped = wipe_and_route(tx), wipe_and_route(java)
     assert ours_wiped == theirs_wiped
@@ -157,7 +160,8 @@ def test_mqadmin_same_answers(cluster):
 def test_unknown_topic_remark(cluster):
     """TOPIC_NOT_EXIST with the same remark as the Java name server."""
     with BlockingRemotingClient() as client:
-        answers = [client.invoke(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "NoSuchTopic"}))
+        answers = [client.invoke(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                               {"topic": "NoSuchTopic"}))
                    for addr in (cluster["tx"], cluster["java"])]
     ours, theirs = answers
     assert ours.code == theirs.code == ResponseCode.TOPIC_NOT_EXIST

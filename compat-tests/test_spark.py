@@ -366,6 +366,8 @@ def test_examples_run(tx, tmp_path) -> None:
 
 def test_mutual_tls(spark, tmp_path) -> None:
     """A broker enforcing mutual TLS: Spark reads and writes with the tls.* options; without them it cannot."""
+    from pyspark.errors import PySparkException  # what every failed Spark job raises (pyspark 4)
+
     pki = tmp_path / "pki"
     write_pki(pki, hosts=["127.0.0.1", "localhost"])
     client_tls = {"tls.enable": "true", "tls.test.mode.enable": "false", "tls.client.authServer": "true",
@@ -386,7 +388,7 @@ def test_mutual_tls(spark, tmp_path) -> None:
         writer.mode("append").save()
         got = read(spark, broker.namesrv, topic, **client_tls).collect()
         assert sorted((bytes(r["body"]), r["tags"]) for r in got) == sorted(rows)
-        with pytest.raises(Exception):
+        with pytest.raises(PySparkException):
             read(spark, broker.namesrv, topic, pullTimeoutMs="3000").collect()
     finally:
         broker.stop()

@@ -79,7 +79,8 @@ class TxProcess:
                                        + "\n".join(self.lines[-30:]))
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise TimeoutError(f"{self.argv}: no {pattern!r} within {timeout}s:\n" + "\n".join(self.lines[-30:]))
+                    raise TimeoutError(f"{self.argv}: no {pattern!r} within {timeout}s:\n"
+                                       + "\n".join(self.lines[-30:]))
                 self._cond.wait(min(remaining, 0.5))
 
     def stop(self, grace: float = 10.0) -> int | None:
@@ -119,7 +120,8 @@ def start_twistd(plugin: str, args: Sequence[str], label: str | None = None) -> 
     return proc
 
 
-def run_pydriver(addr: str, serialize: str, client: str, cases: Sequence[str] = (), timeout: float = 180.0) -> list[str]:
+def run_pydriver(addr: str, serialize: str, client: str, cases: Sequence[str] = (),
+                 timeout: float = 180.0) -> list[str]:
     """Run pydriver.py in a fresh interpreter; returns its stdout lines."""
     out = subprocess.run([sys.executable, str(HERE / "pydriver.py"), addr, serialize, client, *cases],
                          capture_output=True, text=True, timeout=timeout, cwd=HERE)

@@ -233,7 +233,8 @@ def _response(inp: Input) -> RemotingCommand:
     """A response whose code, ext fields (known keys) and body come from the input."""
     code = (0, 0, 0, 1, 10, 11, 12, 17, 19, 20, 21, 22, 24, 25, 206)[inp.byte() % 15]
     keys = ("queueId", "queueOffset", "msgId", "transactionId", "MSG_REGION", "TRACE_ON", "offset",
-            "timestamp", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId", "indexLastUpdateTimestamp")
+            "timestamp", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId",
+            "indexLastUpdateTimestamp")
     ext = {keys[inp.byte() % len(keys)]: inp.text() for _ in range(inp.byte() & 7)}
     return RemotingCommand(code=code, ext_fields=ext, body=inp.rest(), flag=1)
 
@@ -347,7 +348,8 @@ def body_seed(name: str, payload: bytes) -> bytes:
 
 def response_seed(name: str, code_index: int, ext: dict[str, str], body: bytes) -> bytes:
     keys = ("queueId", "queueOffset", "msgId", "transactionId", "MSG_REGION", "TRACE_ON", "offset",
-            "timestamp", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId", "indexLastUpdateTimestamp")
+            "timestamp", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId",
+            "indexLastUpdateTimestamp")
     out = bytes([code_index, len(ext)])
     for k, v in ext.items():
         raw = v.encode()
@@ -414,7 +416,7 @@ class _Recovery:
             self.clock.advance(0.01)
         self.end = store.commit_log.get_max_offset()
         store.shutdown()
-        self.commitlog = os.path.join("commitlog", "%020d" % 0)
+        self.commitlog = os.path.join("commitlog", f"{0:020d}")
         self.work = os.path.join(self.parent, "work")
 
     def run(self, data: bytes) -> None:
@@ -477,7 +479,8 @@ def _the_recovery() -> _Recovery:
 
 @target
 def fuzz_recovery(data: bytes) -> None:
-    """Damage the CommitLog's tail (after a crash or a clean stop) and recover: no error, nothing before the damage lost."""
+    """Damage the CommitLog's tail (after a crash or a clean stop) and recover: no error, nothing before the
+    damage lost."""
     _the_recovery().run(data)
 
 

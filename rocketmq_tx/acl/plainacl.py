@@ -123,8 +123,11 @@ _FIELDS = {
 _SMART_FIELDS = {k.lower(): v for k, v in _FIELDS.items()}
 
 
+_KINDS: dict[type, str] = {dict: "a mapping", list: "a list", str: "text"}
+
+
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "text"}.get(type(value), type(value).__name__)
+    return _KINDS.get(type(value), type(value).__name__)
 
 
 def _text(value: Any, where: str) -> str | None:

@@ -223,15 +223,16 @@ def _java_set_order(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     computable (a value of an unexpected type, which fastjson would convert)."""
     if len(items) < 2:
         return items
-    hashes = [_subscription_hash(item) for item in items]
-    if None in hashes:
+    maybe_hashes = [_subscription_hash(item) for item in items]
+    hashes = [h for h in maybe_hashes if h is not None]
+    if len(hashes) < len(items):
         return items
     capacity = 16
     while len(items) > capacity * 3 // 4:
         capacity *= 2
 
     def bucket(i: int) -> int:
-        h = hashes[i] & 0xFFFFFFFF  # type: ignore[operator]
+        h = hashes[i] & 0xFFFFFFFF
         return (h ^ (h >> 16)) & (capacity - 1)
 
     return [items[i] for i in sorted(range(len(items)), key=bucket)]

@@ -83,7 +83,7 @@ def fields_content(ext_fields: Mapping[str, str | None], exclude: Iterable[str] 
             keys.remove(key)
     values = [ext_fields[k] for k in keys]
     try:
-        text = "".join(values)  # type: ignore[arg-type]
+        text = "".join(values)  # type: ignore[arg-type]  # a rare None raises: the slow path below
     except TypeError:  # StringBuilder.append(null) writes "null"
         text = "".join("null" if v is None else v for v in values)
     # String.getBytes(UTF_8) writes '?' for a lone surrogate, as "replace" does.

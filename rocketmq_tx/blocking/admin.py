@@ -55,7 +55,7 @@ class BlockingAdmin:
                 "credentials": self.client.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state.pop("namesrv_addr"), **state)  # type: ignore[misc]
+        type(self).__init__(self, state.pop("namesrv_addr"), **state)
 
     def __enter__(self) -> BlockingAdmin:
         return self

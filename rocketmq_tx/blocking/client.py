@@ -88,7 +88,7 @@ class BlockingMQClient:
                 "credentials": self.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state.pop("namesrv_addr"), **state)  # type: ignore[misc]
+        type(self).__init__(self, state.pop("namesrv_addr"), **state)
 
     def __enter__(self) -> BlockingMQClient:
         return self
@@ -157,9 +157,12 @@ class BlockingMQClient:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         return addr
 
-    def invoke_broker(self, mq: MessageQueue, request: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+    def invoke_broker(self, mq: MessageQueue, request: RemotingCommand,
+                      timeout: float | None = None) -> RemotingCommand:
         """Send *request* to the master of *mq*'s broker."""
-        return self.run(sendapi.broker_call(self.route_table, mq, request, timeout))  # type: ignore[return-value]
+        response = self.run(sendapi.broker_call(self.route_table, mq, request, timeout))
+        assert response is not None  # None only answers a oneway call
+        return response
 
     def fetch_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, sorted."""
@@ -231,7 +234,7 @@ class BlockingProducer(ProducerBase):
                 "tls": self.client.tls, "credentials": self.client.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state.pop("group"), state.pop("namesrv_addr"), **state)  # type: ignore[misc]
+        type(self).__init__(self, state.pop("group"), state.pop("namesrv_addr"), **state)
 
     def __enter__(self) -> BlockingProducer:
         return self
@@ -269,7 +272,7 @@ class BlockingPullClient:
                 "credentials": self.client.credentials}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state.pop("group"), state.pop("namesrv_addr"), **state)  # type: ignore[misc]
+        type(self).__init__(self, state.pop("group"), state.pop("namesrv_addr"), **state)
 
     def __enter__(self) -> BlockingPullClient:
         return self

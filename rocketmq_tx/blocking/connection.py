@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from rocketmq_tx.remoting import (
     DEFAULT_MAX_FRAME_LENGTH,
@@ -224,7 +225,7 @@ class BlockingRemotingClient:
         self.handlers = dict(handlers or {})
         self.tls = tls
         self.rpc_hook = rpc_hook
-        self._socket_factory = None
+        self._socket_factory: Callable[[str, int, float], socket.socket] | None = None
         self._connections: dict[str, BlockingConnection] = {}
         self._opaques = OpaqueSequence()
 
@@ -232,8 +233,8 @@ class BlockingRemotingClient:
         return {"connect_timeout": self.connect_timeout, "max_frame_length": self.max_frame_length,
                 "handlers": self.handlers, "tls": self.tls, "rpc_hook": self.rpc_hook}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(**state)  # type: ignore[misc]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        type(self).__init__(self, **state)
 
     def __enter__(self) -> BlockingRemotingClient:
         return self

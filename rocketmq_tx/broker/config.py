@@ -127,13 +127,15 @@ BROKER_CONFIG = (
     Setting("isolateLogEnable", False, bool),
     Setting("configBlackList", "configBlackList;brokerConfigPath", str,
             "keys UPDATE_BROKER_CONFIG may not change"),
-    Setting("brokerConfigPath", "", str, "where UPDATE_BROKER_CONFIG persists (default <store>/config/broker.properties)"),
+    Setting("brokerConfigPath", "", str,
+            "where UPDATE_BROKER_CONFIG persists (default <store>/config/broker.properties)"),
     # rocketmq-tx
     Setting("channelExpiredTimeout", 120000, int, "tx: ms of silence before a client is dropped"),
     Setting("fastListenPortEnable", True, bool, "tx: also listen on listenPort - 2 (Java's VIP channel)"),
     Setting("maxHeldPullsPerConnection", 4096, int,
             "tx: long-polling pulls one connection may have parked; more are answered SYSTEM_BUSY"),
-    Setting("maxHeldPulls", 65536, int, "tx: long-polling pulls the broker holds in all; more are answered SYSTEM_BUSY"),
+    Setting("maxHeldPulls", 65536, int,
+            "tx: long-polling pulls the broker holds in all; more are answered SYSTEM_BUSY"),
     Setting("topicQueueNumsMax", 1024, int,
             "tx: largest readQueueNums/writeQueueNums/retryQueueNums an admin request may set (Java: no limit)"),
 )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from twisted.internet import defer, threads
 from twisted.internet.defer import Deferred
@@ -35,7 +35,7 @@ log = Logger()
 
 #: What a snapshot function returns: the file's text, or a function that encodes it (run in
 #: the writing thread, so an O(table) encoding never runs on the reactor).
-Snapshot = Union[str, Callable[[], str]]
+Snapshot = str | Callable[[], str]
 
 
 @dataclass(eq=False)

@@ -9,9 +9,9 @@ to its real topic and queue.
 
 Synchronous and timer-free (no Twisted here): the broker calls :meth:`deliver_due` about every
 100 ms and writes :meth:`snapshot` (in a thread) every ``flushDelayOffsetInterval`` (10 s)
-and at shutdown. Java runs it on the master only. It needs a :class:`~rocketmq_tx.store.store.DefaultMessageStore` that is
-already loaded (it reads the ConsumeQueues directly, as Java does). Not thread-safe: call it
-from one thread (the reactor's).
+and at shutdown. Java runs it on the master only. It needs a
+:class:`~rocketmq_tx.store.store.DefaultMessageStore` that is already loaded (it reads the
+ConsumeQueues directly, as Java does). Not thread-safe: call it from one thread (the reactor's).
 """
 
 from __future__ import annotations

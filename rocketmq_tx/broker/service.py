@@ -25,7 +25,7 @@ from rocketmq_tx.broker.registration import BrokerRegistrar
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
-from rocketmq_tx.net.service import ListeningService
+from rocketmq_tx.net.service import ListeningService, tcp_address
 from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
 from rocketmq_tx.net.transport import ServerEndpoint
 from rocketmq_tx.store import StoreDriver
@@ -96,8 +96,8 @@ class BrokerService(service.MultiService):
                                             on_connection_lost=self._connection_lost)
             self.factories.append(factory)
             endpoint = ServerEndpoint(reactor, port, backlog=settings["serverSocketBacklog"], interface=host)
-            listener = ListeningService(label, endpoint, TlsModeFactory(factory, tls.mode, tls_context, reactor),
-                                        reactor)
+            listener = ListeningService(label, endpoint,
+                                        TlsModeFactory(factory, tls.mode, tls_context, reactor), reactor)
             listener.setServiceParent(self)
             if not fast:
                 self.listener = listener
@@ -136,7 +136,7 @@ class BrokerService(service.MultiService):
         self.registrar.start()
         port = self.listener.port
         if port is not None:
-            c.listening_on(port.getHost().port)
+            c.listening_on(tcp_address(port).port)
         log.info("broker {name} ({addr}) of cluster {cluster} started, name servers {ns}",
                  name=self.settings["brokerName"], addr=c.broker_addr, cluster=self.settings["brokerClusterName"],
                  ns=self.settings["namesrvAddr"] or "(none)")
@@ -159,6 +159,7 @@ class BrokerService(service.MultiService):
         yield c.persister.writes_in_flight()
         for factory in self.factories:
             for proto in list(factory.connections):
+                assert proto.transport is not None  # a connection in the set is connected
                 proto.transport.loseConnection()
         yield self.namesrv_client.close(0.5)
         if self.driver is not None:

@@ -20,6 +20,7 @@ from rocketmq_tx.config import ConfigError, Setting
 from rocketmq_tx.daemon import DaemonOptions
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.service import NamesrvService
+from rocketmq_tx.net.service import tcp_address
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
 __all__ = ["Options", "makeService", "StandaloneSettings"]
@@ -64,7 +65,7 @@ class _Standalone(service.MultiService):
         service.Service.startService(self)
         self.namesrv.startService()
         port = self.namesrv.listener.port
-        actual = port.getHost().port if port is not None else self.namesrv.settings["listenPort"]
+        actual = tcp_address(port).port if port is not None else self.namesrv.settings["listenPort"]
         own = f"127.0.0.1:{actual}"
         extra = self.broker.settings["namesrvAddr"]
         self.broker.settings["namesrvAddr"] = ";".join(a for a in (own, extra) if a)
@@ -78,7 +79,7 @@ class _Standalone(service.MultiService):
         return d
 
 
-def makeService(options: Options, reactor: Any = None) -> service.IService:
+def makeService(options: Options, reactor: Any = None) -> service.MultiService:
     if reactor is None:
         from twisted.internet import reactor  # late: twistd picks the reactor first
     for key in options.unknown:

@@ -37,6 +37,7 @@ class StatsItem:
     def add(self, second: int, value: int, times: int = 1) -> None:
         self.total += value
         self.times += times
+        bucket: list[int] | None
         if second == self._second:
             bucket = self._bucket
         else:

@@ -47,7 +47,8 @@ class SubscriptionGroupManager:
             self.subscription_group_table[name] = SubscriptionGroupConfig(name, consume_broadcast_enable=broadcast)
 
     def load(self) -> bool:
-        ok, version = load_versioned_table(self.file, "subscriptionGroupTable", SubscriptionGroupConfig.from_json, self.subscription_group_table)
+        ok, version = load_versioned_table(self.file, "subscriptionGroupTable", SubscriptionGroupConfig.from_json,
+                                           self.subscription_group_table)
         if version is not None:
             self.data_version = version
         return ok

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.application import service
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.config import BrokerSettings
@@ -37,7 +36,7 @@ class Options(DaemonOptions):
         return {"namesrvAddr": self["namesrvAddr"]} if self["namesrvAddr"] else {}
 
 
-def makeService(options: Options, reactor: Any = None) -> service.IService:
+def makeService(options: Options, reactor: Any = None) -> BrokerService:
     """The broker service tree for parsed *options*."""
     if reactor is None:
         from twisted.internet import reactor  # late: twistd picks the reactor first

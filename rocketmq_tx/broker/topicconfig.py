@@ -116,7 +116,8 @@ class TopicConfigManager:
     # ------------------------------------------------------------------ persistence
 
     def load(self) -> bool:
-        ok, version = load_versioned_table(self.file, "topicConfigTable", TopicConfig.from_json, self.topic_config_table)
+        ok, version = load_versioned_table(self.file, "topicConfigTable", TopicConfig.from_json,
+                                           self.topic_config_table)
         if version is not None:
             self.data_version = version
         return ok

@@ -14,10 +14,10 @@ Everything runs on the injected reactor, so tests drive it with a ``MemoryReacto
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar, cast
 
-from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks, succeed
-from twisted.internet.interfaces import IReactorTime
+from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -66,11 +66,11 @@ class MQClientInstance:
         self.client_id = client_id or make_client_id()
         self.timeout = timeout
         #: routes, brokers and name servers (:mod:`rocketmq_tx.remoting.sendapi` keeps it)
-        self.route_table = RouteTable(namesrv_addr, now=reactor.seconds, interval=poll_name_server_interval)
+        self.route_table = RouteTable(namesrv_addr, now=reactor.seconds,
+                                      interval=poll_name_server_interval)
         self.processors = remoting.processors if remoting is not None else ProcessorTable()
         hook = AclClientRPCHook(credentials) if credentials is not None else None
-        self.remoting = remoting or RemotingClient(reactor, self.processors, tls=tls,  # type: ignore[arg-type]
-                                                   rpc_hook=hook)
+        self.remoting = remoting or RemotingClient(cast(IReactorTCP, reactor), self.processors, tls=tls, rpc_hook=hook)
         if remoting is not None and hook is not None:
             remoting.rpc_hook = hook
         self.poll_name_server_interval = poll_name_server_interval
@@ -96,17 +96,20 @@ class MQClientInstance:
         routes.clock = heartbeats.clock = self.reactor
         self._loops = [routes, heartbeats]
         routes.start(self.poll_name_server_interval, now=True)
-        self._first_heartbeat = self.reactor.callLater(1.0, heartbeats.start, self.heartbeat_interval, True)
+        self._first_heartbeat = self.reactor.callLater(
+            1.0, heartbeats.start, self.heartbeat_interval, True)
 
     def _guarded(self, work: Callable[[], Deferred]) -> Deferred:
         # A failed round is logged and the next one runs on schedule, as in Java.
         return work().addErrback(lambda f: log.failure("periodic client task failed", f))
 
-    @inlineCallbacks
-    def stop(self):  # type: ignore[no-untyped-def]
+    def stop(self) -> Deferred[None]:
         """Stop the timers, unregister every group from every broker, close connections."""
+        return Deferred.fromCoroutine(self._stop())
+
+    async def _stop(self) -> None:
         if not self.running:
-            yield self.remoting.close()
+            await self.remoting.close()
             return
         self.running = False
         if self._first_heartbeat is not None and self._first_heartbeat.active():
@@ -121,8 +124,8 @@ class MQClientInstance:
                 calls.append(self._quiet(addr, api.unregister_client_request(self.client_id, producer_group=group)))
             for group in self.consumers:
                 calls.append(self._quiet(addr, api.unregister_client_request(self.client_id, consumer_group=group)))
-        yield DeferredList(calls, consumeErrors=True)
-        yield self.remoting.close()
+        await DeferredList(calls, consumeErrors=True)
+        await self.remoting.close()
 
     def _quiet(self, addr: str, request: RemotingCommand) -> Deferred:
         return self.remoting.invoke(addr, request, self.timeout).addErrback(lambda f: None)
@@ -145,14 +148,16 @@ class MQClientInstance:
         self.route_table.watch(topic)
 
     # ------------------------------------------------------------ the driver of plans
-    @inlineCallbacks
-    def run(self, plan: Plan[T], timeout: float | None = None):  # type: ignore[no-untyped-def]
+    def run(self, plan: Plan[T], timeout: float | None = None) -> Deferred[T]:
         """
         Run a plan of :mod:`rocketmq_tx.remoting.sendapi` or :mod:`~rocketmq_tx.remoting.adminapi`;
         a Deferred of its result. The calls of a list step go out together.
 
         :param timeout: seconds per request unless a call says otherwise (default :attr:`timeout`).
         """
+        return Deferred.fromCoroutine(self._run(plan, timeout))
+
+    async def _run(self, plan: Plan[T], timeout: float | None) -> T:
         default = self.timeout if timeout is None else timeout
         reply: Any = None
         error: BaseException | None = None
@@ -165,11 +170,11 @@ class MQClientInstance:
             if isinstance(step, Warn):
                 log.warn("{message}", message=step.message)
             elif isinstance(step, list):
-                results = yield DeferredList([self._invoke(call, default) for call in step], consumeErrors=True)
+                results = await DeferredList([self._invoke(call, default) for call in step], consumeErrors=True)
                 reply = [value if ok else _transport_error(value) for ok, value in results]
             else:
                 try:
-                    reply = yield self._invoke(step, default)
+                    reply = await self._invoke(step, default)
                 except RemotingError as e:
                     error = e
 
@@ -216,7 +221,7 @@ class MQClientInstance:
                  for topic in sorted(self.route_table.watched)]
         return DeferredList(calls).addCallback(lambda _: None)
 
-    def _route_failed(self, failure, topic: str) -> None:  # type: ignore[no-untyped-def]
+    def _route_failed(self, failure: Failure, topic: str) -> None:
         log.warn("route of {topic} not refreshed: {error}", topic=topic, error=failure.getErrorMessage())
 
     # ------------------------------------------------------------ brokers
@@ -252,10 +257,12 @@ class MQClientInstance:
         for addr in self._master_addresses():
             d = self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout)
             d.addCallback(api.check_response)
-            d.addErrback(lambda f, addr=addr: log.warn("heartbeat to {addr} failed: {error}", addr=addr,
-                                                       error=f.getErrorMessage()))
+            d.addErrback(self._heartbeat_failed, addr)
             calls.append(d)
         return DeferredList(calls).addCallback(lambda _: None)
+
+    def _heartbeat_failed(self, failure: Failure, addr: str) -> None:
+        log.warn("heartbeat to {addr} failed: {error}", addr=addr, error=failure.getErrorMessage())
 
 
 def client_credentials(instance: MQClientInstance | None, access_key: str | None, secret_key: str | None,
@@ -302,7 +309,7 @@ class InstanceUser:
             return self.instance.stop()
         return succeed(None)
 
-    async def __aenter__(self):  # type: ignore[no-untyped-def]
+    async def __aenter__(self) -> Self:
         self.start()
         return self
 
@@ -314,4 +321,4 @@ def _transport_error(failure: Failure) -> RemotingError:
     # A list step reports transport failures in place; anything else is a bug: raise it.
     if not failure.check(RemotingError):
         failure.raiseException()
-    return failure.value  # type: ignore[no-any-return]
+    return failure.value

@@ -12,128 +12,95 @@ broker serves (5.x Java sends LITE_PULL_MESSAGE, 361, which a 4.9 broker refuses
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Unpack
 
-from twisted.internet.defer import Deferred, DeferredList, inlineCallbacks
-from twisted.internet.task import LoopingCall, deferLater
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
-from rocketmq_tx.acl import SessionCredentials
-from rocketmq_tx.client.instance import MQClientInstance, client_credentials
-from rocketmq_tx.client.rebalance import IdsChangedProcessor, RebalanceImpl
+from rocketmq_tx.client.clientprocessor import ClientRemotingProcessor
+from rocketmq_tx.client.consumer import (
+    CONSUME_FROM_FIRST_OFFSET,
+    CONSUME_FROM_LAST_OFFSET,
+    CONSUME_FROM_TIMESTAMP,
+    ConsumerBase,
+    InstanceOptions,
+    sleep,
+)
+from rocketmq_tx.client.offsets import Failures
+from rocketmq_tx.client.rebalance import RebalanceImpl
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.rebalance import STRATEGIES
-from rocketmq_tx.remoting import RequestCode, api
+from rocketmq_tx.common.route import TopicRouteData
+from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import ConsumerData, MQClientError, PullStatus, SubscriptionData
-from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["LitePullConsumer", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"]
 
 log = Logger()
 
-CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
-CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
-CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
-#: Java's default ``consumeTimestamp``: half an hour before the consumer starts.
-DEFAULT_CONSUME_TIMESTAMP_AGO = 30 * 60.0
 
-
-class LitePullConsumer:
+class LitePullConsumer(ConsumerBase):
     """
     :param group: the consumer group (its offsets live on the brokers).
-    :param namesrv_addr: ``"a:9876;b:9876"`` (ignored with *instance*).
+    :param namesrv_addr: ``"a:9876;b:9876"`` (ignored with ``instance``).
+    :param reactor: the reactor (default: the global one).
     :param pull_batch_size: messages per pull of one queue (Java default 10).
     :param auto_commit: commit consumed offsets every *auto_commit_interval* seconds.
     :param consume_from_where: where an assigned queue without a committed offset starts:
         its last or first offset, or (``CONSUME_FROM_TIMESTAMP``) the first message stored at
         or after *consume_timestamp_ms* (default: half an hour before :meth:`start`).
     :param poll_interval: seconds between rounds of pulls while :meth:`poll` finds nothing.
-    :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
-        (and *security_token*, if any); or give one ``credentials``
-        (:class:`~rocketmq_tx.acl.SessionCredentials`). With a shared *instance*, give them
-        to the instance.
+    :param allocate: subscribe mode: ``"AVG"`` (Java's default), ``"AVG_BY_CIRCLE"`` or
+        ``"CONSISTENT_HASH"``, rebalanced every *rebalance_interval* seconds.
+    :param client: ``instance``, ``tls``, ``timeout`` and the ACL 1.0 credentials: see
+        :class:`~rocketmq_tx.client.consumer.InstanceOptions`.
     """
 
-    def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
-                 instance: MQClientInstance | None = None, tls: TlsSettings | None = None,
-                 pull_batch_size: int = 10, auto_commit: bool = True,
-                 auto_commit_interval: float = 5.0, consume_from_where: str = CONSUME_FROM_LAST_OFFSET,
-                 poll_interval: float = 0.2, timeout: float = 3.0, consume_timestamp_ms: int | None = None,
-                 allocate: str = "AVG", rebalance_interval: float = 20.0,
-                 access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
-                 credentials: SessionCredentials | None = None) -> None:
-        if reactor is None and instance is None:
-            from twisted.internet import reactor as default_reactor
-
-            reactor = default_reactor
-        self.group = group
-        self._own_instance = instance is None
-        creds = client_credentials(instance, access_key, secret_key, security_token, credentials)
-        self.instance = instance or MQClientInstance(reactor, namesrv_addr, timeout=timeout, tls=tls, credentials=creds)
-        self.reactor = self.instance.reactor
+    def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *, pull_batch_size: int = 10,
+                 auto_commit: bool = True, auto_commit_interval: float = 5.0,
+                 consume_from_where: str = CONSUME_FROM_LAST_OFFSET, consume_timestamp_ms: int | None = None,
+                 poll_interval: float = 0.2, allocate: str = "AVG", rebalance_interval: float = 20.0,
+                 **client: Unpack[InstanceOptions]) -> None:
+        ConsumerBase.__init__(self, group, namesrv_addr, reactor, consume_from_where=consume_from_where,
+                              consume_timestamp_ms=consume_timestamp_ms, rebalance_interval=rebalance_interval,
+                              **client)
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
-        self.consume_from_where = consume_from_where
         self.poll_interval = poll_interval
-        self.consume_timestamp_ms = consume_timestamp_ms
         self.assigned: list[MessageQueue] = []
         #: queue -> the next offset to pull (``None`` until resolved)
         self.pull_offsets: dict[MessageQueue, int | None] = {}
         #: queue -> the next offset after what poll() handed out (what a commit stores)
         self.consumed: dict[MessageQueue, int] = {}
-        self._committed: dict[MessageQueue, int] = {}
         self._subscriptions: dict[str, SubscriptionData] = {}
-        self._commit_loop: LoopingCall | None = None
         self._next = 0
-        self.running = False
         #: None until assign() or subscribe() chooses the mode (Java allows one of them only)
         self._mode: str | None = None
         self._subscribed: dict[str, str] = {}
         self.rebalance_impl = RebalanceImpl(self.instance, group, STRATEGIES[allocate])
-        self.rebalance_interval = rebalance_interval
-        self._rebalance_loop: LoopingCall | None = None
+        self._rebalancing = False
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Register with the client instance (heartbeats as a pull consumer) and start auto-commit."""
-        self.running = True
-        if self.consume_timestamp_ms is None:
-            self.consume_timestamp_ms = int((self.reactor.seconds() - DEFAULT_CONSUME_TIMESTAMP_AGO) * 1000)
-        self.instance.register_consumer(self.group, self._consumer_data)
-        if self._own_instance:
-            self.instance.start()
+        ConsumerBase.start(self)
         if self._mode == "subscribe":
             self._start_rebalancing()
         if self.auto_commit:
-            self._commit_loop = LoopingCall(self._auto_commit)
-            self._commit_loop.clock = self.reactor
-            self._commit_loop.start(self.auto_commit_interval, now=False)
+            self.every(self.auto_commit_interval, self._auto_commit, now=False)
 
-    @inlineCallbacks
-    def stop(self):  # type: ignore[no-untyped-def]
-        """Commit (when auto-commit is on), unregister, and close the instance if it is ours."""
-        self.running = False
-        for loop in (self._commit_loop, self._rebalance_loop):
-            if loop is not None and loop.running:
-                loop.stop()
+    async def _shutdown(self) -> None:
+        # stop(): commit (when auto-commit is on) before leaving the group.
+        self._rebalancing = False
         if self.auto_commit:
             try:
-                yield self.commit()
+                await self.commit()
             except Exception as e:  # stopping must not fail because a broker is gone
                 log.warn("final commit failed: {error}", error=e)
-        self.instance.unregister_consumer(self.group)
-        if self._own_instance:
-            yield self.instance.stop()
-
-    async def __aenter__(self) -> LitePullConsumer:
-        self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     def _consumer_data(self) -> ConsumerData:
         topics = set(self._subscribed) | {q.topic for q in self.assigned}
@@ -147,12 +114,13 @@ class LitePullConsumer:
         return sub
 
     # ------------------------------------------------------------ assignment
-    @inlineCallbacks
-    def fetch_queues(self, topic: str):  # type: ignore[no-untyped-def]
-        """The topic's readable queues, sorted."""
-        route = yield self.instance.update_route(topic)
-        self.instance.watch_topic(topic)
-        return subscribe_queues(topic, route)
+    def fetch_queues(self, topic: str) -> Deferred[list[MessageQueue]]:
+        """The topic's readable queues, sorted (its route is kept fresh from now on)."""
+        def found(route: TopicRouteData) -> list[MessageQueue]:
+            self.instance.watch_topic(topic)
+            return subscribe_queues(topic, route)
+
+        return self.instance.update_route(topic).addCallback(found)
 
     def _choose_mode(self, mode: str) -> None:
         if self._mode not in (None, mode):
@@ -194,23 +162,17 @@ class LitePullConsumer:
             self.rebalance()
 
     def _start_rebalancing(self) -> None:
-        processor = self.instance.processors.lookup(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED)
-        if not isinstance(processor, IdsChangedProcessor):
-            processor = IdsChangedProcessor()
-            self.instance.processors.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, processor)
-        processor.consumers[self.group] = self
-        if self._rebalance_loop is None or not self._rebalance_loop.running:
-            self._rebalance_loop = LoopingCall(self.rebalance)
-            self._rebalance_loop.clock = self.reactor
-            self._rebalance_loop.start(self.rebalance_interval, now=True)
+        ClientRemotingProcessor.of(self.instance).add(self.group, self)
+        if not self._rebalancing:
+            self._rebalancing = True
+            self.every(self.rebalance_interval, self.rebalance, now=True)
 
-    def rebalance(self) -> Deferred:
+    def rebalance(self) -> Deferred[None]:
         """Recompute this member's queues now (one rebalance at a time)."""
         return self.rebalance_impl.run(self._rebalance)
 
-    @inlineCallbacks
-    def _rebalance(self):  # type: ignore[no-untyped-def]
-        wanted = yield self.rebalance_impl.allocate(list(self._subscribed), owned=self.assigned)
+    async def _rebalance(self) -> None:
+        wanted = await self.rebalance_impl.allocate(list(self._subscribed), owned=self.assigned)
         if not self.running:
             return
         dropped = {mq: self.consumed[mq] for mq in self.assigned if mq not in wanted and mq in self.consumed}
@@ -219,7 +181,7 @@ class LitePullConsumer:
             # Java commits a queue's offset when a rebalance takes it away, so its next
             # owner starts where this member stopped.
             try:
-                yield self.commit(dropped)
+                await self.commit(dropped)
             except Exception as e:
                 log.warn("commit of dropped queues failed: {error}", error=e)
 
@@ -233,129 +195,86 @@ class LitePullConsumer:
         self.pull_offsets[mq] = offset
         self.consumed[mq] = offset
 
-    @inlineCallbacks
-    def seek_to_begin(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        self._check_assigned(mq)
-        offset = yield self.min_offset(mq)
-        self.seek(mq, offset)
+    def seek_to_begin(self, mq: MessageQueue) -> Deferred[None]:
+        return self._seek_to(mq, self.min_offset)
 
-    @inlineCallbacks
-    def seek_to_end(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        self._check_assigned(mq)
-        offset = yield self.max_offset(mq)
-        self.seek(mq, offset)
+    def seek_to_end(self, mq: MessageQueue) -> Deferred[None]:
+        return self._seek_to(mq, self.max_offset)
 
-    @inlineCallbacks
-    def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int):  # type: ignore[no-untyped-def]
+    def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> Deferred[None]:
         """Continue at the first message stored at or after *timestamp_ms*."""
-        self._check_assigned(mq)
-        offset = yield self.offset_for_timestamp(mq, timestamp_ms)
-        self.seek(mq, offset)
+        return self._seek_to(mq, lambda mq: self.offset_for_timestamp(mq, timestamp_ms))
+
+    def _seek_to(self, mq: MessageQueue, find: Callable[[MessageQueue], Deferred[int]]) -> Deferred[None]:
+        async def seek() -> None:
+            self._check_assigned(mq)
+            self.seek(mq, await find(mq))
+
+        return Deferred.fromCoroutine(seek())
 
     # ------------------------------------------------------------ offsets
-    @inlineCallbacks
-    def max_offset(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        response = yield self.instance.invoke_broker(mq, api.get_max_offset_request(mq))
-        return api.parse_offset_response(response)
-
-    @inlineCallbacks
-    def min_offset(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        response = yield self.instance.invoke_broker(mq, api.get_min_offset_request(mq))
-        return api.parse_offset_response(response)
-
-    @inlineCallbacks
-    def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int):  # type: ignore[no-untyped-def]
-        response = yield self.instance.invoke_broker(mq, api.search_offset_request(mq, timestamp_ms))
-        return api.parse_offset_response(response)
-
-    @inlineCallbacks
-    def committed(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        """The group's committed offset of *mq* on the broker, ``None`` if there is none."""
-        response = yield self.instance.invoke_broker(mq, api.query_consumer_offset_request(self.group, mq))
-        return api.parse_query_consumer_offset_response(response)
-
-    @inlineCallbacks
-    def commit(self, offsets: dict[MessageQueue, int] | None = None):  # type: ignore[no-untyped-def]
+    def commit(self, offsets: dict[MessageQueue, int] | None = None) -> Deferred[None]:
         """
         Store the consumed offsets (or *offsets*) on the brokers and wait for every answer
-        (Java ``commitSync``). Unchanged offsets are not sent again.
+        (Java ``commitSync``); raises the first failure. Unchanged consumed offsets are not
+        sent again.
         """
         todo = dict(self.consumed if offsets is None else offsets)
-        calls = []
-        for mq, offset in sorted(todo.items()):
-            if offsets is None and self._committed.get(mq) == offset:
-                continue
-            request = api.update_consumer_offset_request(self.group, mq, offset)
-            d = self.instance.invoke_broker(mq, request)
-            d.addCallback(api.check_response)
-            d.addCallback(lambda _, mq=mq, offset=offset: self._committed.__setitem__(mq, offset))
-            calls.append(d)
-        results = yield DeferredList(calls, consumeErrors=True)
-        for ok, value in results:
-            if not ok:
-                value.raiseException()
+        return self.offset_store.commit_all(todo, changed_only=offsets is None).addCallback(_raise_first)
 
-    def _auto_commit(self) -> Deferred:
+    def _auto_commit(self) -> Deferred[None]:
         return self.commit().addErrback(lambda f: log.warn("auto commit failed: {error}", error=f.getErrorMessage()))
 
-    @inlineCallbacks
-    def _resolve_offset(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
-        # Java computePullFromWhere: the committed offset, else the configured start.
-        offset = yield self.committed(mq)
-        if offset is None or offset < 0:
-            if self.consume_from_where == CONSUME_FROM_FIRST_OFFSET:
-                offset = yield self.min_offset(mq)
-            elif self.consume_from_where == CONSUME_FROM_TIMESTAMP and self.consume_timestamp_ms is not None:
-                offset = yield self.offset_for_timestamp(mq, self.consume_timestamp_ms)
-            else:
-                offset = yield self.max_offset(mq)
-        if self.pull_offsets.get(mq, 0) is None:
-            self.pull_offsets[mq] = offset
+    async def _resolve_offset(self, mq: MessageQueue) -> int:
+        offset = await self.start_offset(mq)
+        resolved = self.pull_offsets.get(mq, 0)
+        if resolved is None:
+            self.pull_offsets[mq] = resolved = offset
             self.consumed.setdefault(mq, offset)
-        return self.pull_offsets[mq]
+        return resolved
 
     # ------------------------------------------------------------ polling
-    @inlineCallbacks
-    def poll(self, timeout: float = 5.0):  # type: ignore[no-untyped-def]
+    def poll(self, timeout: float = 5.0) -> Deferred[list[MessageExt]]:
         """
         Messages from the assigned queues: one round of pulls, repeated every
         ``poll_interval`` until something arrives or *timeout* seconds pass (then ``[]``).
         """
+        return Deferred.fromCoroutine(self._poll(timeout))
+
+    async def _poll(self, timeout: float) -> list[MessageExt]:
         if not self.running:
             raise MQClientError("The consumer is not running; call start() first")
-        deadline = self.reactor.seconds() + timeout
+        deadline = self.now() + timeout
         while True:
-            messages = yield self._pull_round()
-            if messages or self.reactor.seconds() + self.poll_interval > deadline:
+            messages = await self._pull_round()
+            if messages or self.now() + self.poll_interval > deadline:
                 return messages
-            yield deferLater(self.reactor, self.poll_interval, lambda: None)
+            await sleep(self.reactor, self.poll_interval)
 
-    @inlineCallbacks
-    def _pull_round(self):  # type: ignore[no-untyped-def]
+    async def _pull_round(self) -> list[MessageExt]:
         queues = list(self.assigned)
         if not queues:
             return []
         # Start at a different queue each round so one busy queue does not starve the rest.
         self._next = (self._next + 1) % len(queues)
         queues = queues[self._next:] + queues[:self._next]
-        results = yield DeferredList([self._pull_one(mq) for mq in queues], consumeErrors=True)
+        results = await DeferredList([Deferred.fromCoroutine(self._pull_one(mq)) for mq in queues],
+                                     consumeErrors=True)
         messages: list[MessageExt] = []
-        for mq, (ok, value) in zip(queues, results):
-            if ok:
-                messages += value
-            else:
+        for mq, (_ok, value) in zip(queues, results):
+            if isinstance(value, Failure):
                 log.warn("pull of {mq} failed: {error}", mq=mq, error=value.getErrorMessage())
+            else:
+                messages += value
         return messages
 
-    @inlineCallbacks
-    def _pull_one(self, mq: MessageQueue):  # type: ignore[no-untyped-def]
+    async def _pull_one(self, mq: MessageQueue) -> list[MessageExt]:
         offset = self.pull_offsets.get(mq)
         if offset is None:
-            offset = yield self._resolve_offset(mq)
+            offset = await self._resolve_offset(mq)
         sub = self._subscription(mq.topic)
-        response = yield self.instance.invoke_broker(mq, api.pull_request(self.group, mq, offset,
-                                                                          self.pull_batch_size, sub))
-        result = api.parse_pull_response(response, mq, sub)
+        request = api.pull_request(self.group, mq, offset, self.pull_batch_size, sub)
+        result = api.parse_pull_response(await self.instance.invoke_broker(mq, request), mq, sub)
         if self.pull_offsets.get(mq) != offset:
             return []  # seeked or unassigned while the pull was in flight: drop it
         if result.pull_status is PullStatus.OFFSET_ILLEGAL:
@@ -364,3 +283,8 @@ class LitePullConsumer:
         self.pull_offsets[mq] = result.next_begin_offset
         self.consumed[mq] = result.next_begin_offset
         return result.msg_found_list
+
+
+def _raise_first(failures: Failures) -> None:
+    for failure in failures.values():  # the first queue's, in order
+        failure.raiseException()

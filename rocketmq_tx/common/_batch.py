@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
-from typing import Union
 
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import (
@@ -23,7 +22,7 @@ from rocketmq_tx.common.message import (
 
 __all__ = ["encode_batch", "decode_batch", "iter_batch_entries"]
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 _SHORT = struct.Struct(">h")
 _BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE MAGICCODE BODYCRC FLAG BODYLENGTH

@@ -65,21 +65,21 @@ def inflate(body: bytes, sys_flag: int) -> bytes:
 def _optional_decompressor(kind: int) -> Callable[[bytes], bytes]:
     if kind == CompressionType.LZ4:
         try:
-            import lz4.frame  # type: ignore[import-not-found]
+            import lz4.frame
         except ImportError:
             raise UnsupportedCompressionError(
                 "body is LZ4-compressed; install the 'lz4' package to read it") from None
-        return lz4.frame.decompress  # type: ignore[no-any-return]
+        return lz4.frame.decompress
     if kind == CompressionType.ZSTD:
         try:
-            import zstandard  # type: ignore[import-not-found]
+            import zstandard
         except ImportError:
             raise UnsupportedCompressionError(
                 "body is zstd-compressed; install the 'zstandard' package to read it") from None
 
         def zstd_decompress(data: bytes) -> bytes:
             # Java's ZstdOutputStream does not record the content size, so stream-decode.
-            return zstandard.ZstdDecompressor().decompressobj().decompress(data)  # type: ignore[no-any-return]
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)
 
         return zstd_decompress
     raise UnsupportedCompressionError(f"unknown compression type {kind} in sysFlag")

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import MASTER_ID, PermName, TopicRouteData
@@ -199,8 +200,8 @@ class TopicPublishInfo:
     def __getstate__(self) -> dict[str, object]:
         return {"topic": self.topic, "queues": self.queues, "order_topic": self.order_topic}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        TopicPublishInfo.__init__(self, **state)  # type: ignore[arg-type]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        TopicPublishInfo.__init__(self, **state)
 
 
 def select_by_hash(queues: list[MessageQueue], msg: object, arg: object) -> MessageQueue:
@@ -227,9 +228,9 @@ def publish_info(topic: str, route: TopicRouteData, *, template_queue_nums: int 
     if route.order_topic_conf:
         queues = []
         for part in route.order_topic_conf.split(";"):
-            name, _, count = part.partition(":")
-            if name and count.isdigit():
-                queues += [MessageQueue(topic, name, i) for i in range(int(count))]
+            name, _, count_text = part.partition(":")
+            if name and count_text.isdigit():
+                queues += [MessageQueue(topic, name, i) for i in range(int(count_text))]
         return TopicPublishInfo(topic, queues, True)
     masters = master_addresses(route)
     queues = []

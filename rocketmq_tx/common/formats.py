@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 
-class _IPAddress(Adapter):  # type: ignore[misc]
+class _IPAddress(Adapter):
     """
     IP bytes shown as literal text.
     """

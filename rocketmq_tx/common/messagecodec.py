@@ -22,7 +22,7 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable
 from socket import AF_INET6, inet_ntoa, inet_ntop
-from typing import Final, Union
+from typing import Final
 
 from rocketmq_tx.common._batch import decode_batch, encode_batch
 from rocketmq_tx.common._compression import compress_body, decompress_body, inflate
@@ -84,7 +84,7 @@ __all__ = [
     "unique_key_time",
 ]
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 MESSAGE_MAGIC_CODE_POSITION: Final = 4
 BODY_CRC_POSITION: Final = 8

@@ -17,6 +17,7 @@ broken build cannot pass unnoticed as a slow one.
 from __future__ import annotations
 
 import os
+from importlib import import_module
 from types import ModuleType
 
 __all__ = ["speedups", "ACCELERATED", "body_crc"]
@@ -25,7 +26,8 @@ speedups: ModuleType | None = None
 
 if not os.environ.get("ROCKETMQ_TX_PURE"):
     try:
-        from rocketmq_tx import _speedups as speedups
+        # By name: a compiled module has no source or stub for type checkers to read.
+        speedups = import_module("rocketmq_tx._speedups")
     except ImportError:
         speedups = None
     else:

@@ -134,10 +134,10 @@ class RouteInfoManager:
         if topic_config_table is not None and broker_id == MASTER_ID:
             if self.is_broker_topic_config_changed(broker_addr, data_version) or register_first:
                 result.topics_applied = True
-                configs = topic_config_table.values()
+                configs: Iterable[TopicConfig] = topic_config_table.values()
                 if apply_limit is not None and len(topic_config_table) > apply_limit:
-                    configs = list(configs)
-                    configs, result.pending_topics = configs[:apply_limit], configs[apply_limit:]
+                    listed = list(topic_config_table.values())
+                    configs, result.pending_topics = listed[:apply_limit], listed[apply_limit:]
                 for config in configs:
                     self._create_and_update_queue_data(broker_name, config)
 

@@ -6,6 +6,8 @@ and the controller holding the state.
 
 from __future__ import annotations
 
+from typing import cast
+
 from twisted.application import internet, service
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.logger import Logger
@@ -41,10 +43,11 @@ class NamesrvService(service.MultiService):
     def __init__(self, settings: NamesrvSettings, reactor: IReactorTCP, tls: TlsSettings | None = None,
                  tls_context: ReloadableServerTLS | None = None) -> None:
         super().__init__()
-        clock: IReactorTime = reactor  # type: ignore[assignment]
+        clock = cast(IReactorTime, reactor)  # the reactors this runs on provide both
         self.settings = settings
         self.controller = NamesrvController(
-            settings, now=lambda: int(clock.seconds() * 1000), close_channel=self._close_channel)
+            settings, now=lambda: int(clock.seconds() * 1000),
+            close_channel=self._close_channel)
         self.factory = RemotingServerFactory(
             processor_table(self.controller), clock,
             idle_timeout=settings["serverChannelMaxIdleTimeSeconds"] or None,
@@ -63,7 +66,7 @@ class NamesrvService(service.MultiService):
         host = settings["bindAddress"]
         endpoint = ServerEndpoint(reactor, settings["listenPort"], backlog=settings["serverSocketBacklog"],
                                   interface=host)
-        self.listener = ListeningService(LABEL, endpoint, listening_factory, reactor)
+        self.listener = ListeningService(LABEL, endpoint, listening_factory, reactor)  # type: ignore[arg-type]
         self.listener.setServiceParent(self)
         scan = internet.TimerService(settings["scanNotActiveBrokerInterval"] / 1000.0, self._scan)
         scan.clock = clock

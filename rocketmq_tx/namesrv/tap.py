@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from twisted.application import service
 from twisted.logger import Logger
 
 from rocketmq_tx.daemon import DaemonOptions
@@ -34,7 +33,7 @@ class Options(DaemonOptions):
 
 
 
-def makeService(options: Options, reactor: Any = None) -> service.IService:
+def makeService(options: Options, reactor: Any = None) -> NamesrvService:
     """The name server service tree for parsed *options*."""
     if reactor is None:
         from twisted.internet import reactor  # late: twistd picks the reactor first

@@ -7,10 +7,11 @@ the Twisted counterpart of Java's ``NettyRemotingClient``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from twisted.internet.defer import Deferred, fail, gatherResults, succeed
 from twisted.internet.endpoints import HostnameEndpoint, connectProtocol, wrapClientTLS
-from twisted.internet.interfaces import IDelayedCall, IReactorTCP, IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IReactorTCP, IReactorTime, IStreamClientEndpoint
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -73,7 +74,8 @@ class RemotingClient:
     ) -> None:
         self.reactor = reactor
         self.rpc_hook = rpc_hook
-        self.clock: IReactorTime = reactor  # type: ignore[assignment]
+        # the reactors this runs on provide both (the global one, MemoryReactorClock)
+        self.clock = cast(IReactorTime, reactor)
         self.processors = processors if processors is not None else ProcessorTable()
         self.connect_timeout = connect_timeout
         self.max_frame_length = max_frame_length
@@ -96,7 +98,8 @@ class RemotingClient:
 
     def _connect_tcp(self, addr: str) -> Deferred:
         host, port = split_address(addr)
-        endpoint = HostnameEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        endpoint: IStreamClientEndpoint = HostnameEndpoint(
+            self.reactor, host, port, timeout=self.connect_timeout)
         if self.tls is not None:
             from rocketmq_tx.net.tls import client_creator
 
@@ -116,7 +119,8 @@ class RemotingClient:
             waiters.append(d)
             return d
         self._connecting[addr] = [d]
-        self._connector(addr).addCallbacks(self._connected, self._connect_failed, (addr,), None, (addr,))
+        self._connector(addr).addCallbacks(self._connected, self._connect_failed,
+                                           callbackArgs=(addr,), errbackArgs=(addr,))
         return d
 
     def _connected(self, proto: RemotingProtocol, addr: str) -> None:

@@ -25,6 +25,7 @@ log = Logger()
 REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
 
+
 class IRemotingContext(Interface):
     """What a processor may know and do about the connection a request came on."""
 
@@ -40,7 +41,7 @@ class IRemotingContext(Interface):
 class IRequestProcessor(Interface):
     """Handles the requests of the codes it is registered for."""
 
-    def process_request(ctx: IRemotingContext, request: RemotingCommand) -> object:
+    def process_request(ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred | None:
         """
         Return the response, ``None`` for no response, or a Deferred of either.
         The dispatcher copies the opaque and sets the response flag.
@@ -51,7 +52,7 @@ class IRequestProcessor(Interface):
 
 
 #: One request code's method: ``handler(ctx, request)`` returns what ``process_request`` does.
-Handler = Callable[[IRemotingContext, RemotingCommand], object]
+Handler = Callable[[IRemotingContext, RemotingCommand], RemotingCommand | Deferred | None]
 
 
 @implementer(IRequestProcessor)
@@ -65,7 +66,7 @@ class HandlerProcessor:
 
     handlers: dict[int, Handler]
 
-    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> object:
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred | None:
         handler = self.handlers.get(request.code)
         if handler is None:
             return request.make_unsupported_response()
@@ -182,7 +183,8 @@ class ProcessorTable:
         except Exception:
             return self._failed(Failure(), ctx, request)
         if isinstance(result, Deferred):
-            return result.addCallbacks(self._refused, self._failed, (ctx, request), None, (ctx, request))
+            return result.addCallbacks(self._refused, self._failed,
+                                       callbackArgs=(ctx, request), errbackArgs=(ctx, request))
         if result is not None and result.code:
             self._refused(result, ctx, request)
         return result
@@ -204,4 +206,6 @@ class ProcessorTable:
             # Java sends RemotingHelper.exceptionSimpleDesc: the class and a message.
             remark = f"{type(failure.value).__name__}: {failure.getErrorMessage()}"[:512]
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
-        return self._refused(request.make_response(ResponseCode.SYSTEM_ERROR, remark), ctx, request)
+        response = request.make_response(ResponseCode.SYSTEM_ERROR, remark)
+        self._refused(response, ctx, request)
+        return response

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from twisted.internet.defer import Deferred, fail
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IDelayedCall, IReactorTime, ITCPTransport
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.protocols.policies import TimeoutMixin
@@ -57,6 +57,10 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         (``None`` never).
     """
 
+    #: Set by makeConnection; every use below comes after it (connectionMade, or a check
+    #: of :attr:`connected`).
+    transport: ITCPTransport
+
     def __init__(
         self,
         clock: IReactorTime,
@@ -67,7 +71,6 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.clock = clock
-        self.callLater = clock.callLater  # TimeoutMixin schedules through this
         self.processors = processors if processors is not None else ProcessorTable()
         self._opaques = opaques or OpaqueSequence()
         self._max_frame_length = max_frame_length
@@ -79,6 +82,10 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         self.on_close: Deferred = Deferred()
         self._flush_now: Callable[[], None] | None = None
         self._answered = False
+
+    def callLater(self, period: float, func: Callable[[], object]) -> IDelayedCall:
+        """TimeoutMixin schedules through this: on our clock, not the global reactor."""
+        return self.clock.callLater(period, func)
 
     # -- Protocol -------------------------------------------------------------
 
@@ -135,7 +142,7 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         if self._flush_now is not None and self.connected:
             self._flush_now()
 
-    def connectionLost(self, reason: Failure = None) -> None:  # type: ignore[assignment]
+    def connectionLost(self, reason: Failure | None = None) -> None:
         self.connected = False
         self.setTimeout(None)
         pending, self._pending = self._pending, {}

@@ -42,7 +42,7 @@ class RemotingServerFactory(Factory):
         self.idle_timeout = idle_timeout
         self.connections: set[RemotingProtocol] = set()
 
-    def buildProtocol(self, addr: IAddress) -> RemotingProtocol:
+    def buildProtocol(self, addr: IAddress | None) -> RemotingProtocol:
         proto = RemotingProtocol(
             self.clock,
             self.processors,

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from twisted.application.service import Service
+from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IListeningPort, IReactorCore, IStreamServerEndpoint
 from twisted.internet.protocol import Factory
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
-__all__ = ["ListeningService"]
+__all__ = ["ListeningService", "tcp_address"]
 
 log = Logger()
 
@@ -39,11 +41,11 @@ class ListeningService(Service):
 
     def _listened(self, port: IListeningPort) -> IListeningPort:
         self.port = port
-        address = port.getHost()
+        address = tcp_address(port)
         log.info("{label} listening on {host}:{port}", label=self.label, host=address.host, port=address.port)
         return port
 
-    def _failed(self, failure):  # type: ignore[no-untyped-def]
+    def _failed(self, failure: Failure) -> None:
         log.failure("{label} cannot listen", failure, label=self.label)
         if self.reactor is not None:
             # A server that cannot bind is useless: stop instead of running half-configured.
@@ -60,3 +62,10 @@ class ListeningService(Service):
             return port.stopListening() if port is not None else None
 
         return listening.addCallback(stop)
+
+
+def tcp_address(port: IListeningPort) -> IPv4Address | IPv6Address:
+    """The address a TCP listening *port* is bound to (its actual port when 0 was asked for)."""
+    address = port.getHost()
+    assert isinstance(address, (IPv4Address, IPv6Address)), address
+    return address

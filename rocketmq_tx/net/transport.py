@@ -17,18 +17,23 @@ next writable event as before.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, tcp
-from twisted.internet.interfaces import IListeningPort, IStreamServerEndpoint
+from twisted.internet.interfaces import IListeningPort, IProtocolFactory, IStreamServerEndpoint
 from twisted.internet.posixbase import PosixReactorBase
-from twisted.internet.protocol import Factory
 from zope.interface import implementer
 
 __all__ = ["ImmediateWrite", "ImmediateWriteServer", "ImmediateWritePort", "ServerEndpoint"]
 
 
-class ImmediateWrite:
+if TYPE_CHECKING:
+    from twisted.internet.abstract import FileDescriptor as _Transport  # what the mixin goes into
+else:
+    _Transport = object
+
+
+class ImmediateWrite(_Transport):
     """
     Mixin for a ``FileDescriptor`` transport: :meth:`flush_now`.
 
@@ -41,20 +46,20 @@ class ImmediateWrite:
     _half_closing = False
 
     def write(self, data: bytes) -> None:
-        super().write(data)  # type: ignore[misc]
+        super().write(data)
         self._unflushed = True
 
     def writeSequence(self, data: Iterable[bytes]) -> None:
-        super().writeSequence(data)  # type: ignore[misc]
+        super().writeSequence(data)
         self._unflushed = True
 
     def doWrite(self) -> Any:
         self._unflushed = False
-        return super().doWrite()  # type: ignore[misc]
+        return super().doWrite()
 
     def loseWriteConnection(self) -> None:
         self._half_closing = True
-        super().loseWriteConnection()  # type: ignore[misc]
+        super().loseWriteConnection()
 
     def flush_now(self) -> None:
         """
@@ -64,7 +69,7 @@ class ImmediateWrite:
         error again, reports it and closes the socket. An aborted connection's ``doWrite``
         does nothing.
         """
-        if self._unflushed and self.connected and not self.disconnecting and not self._half_closing:  # type: ignore[attr-defined]
+        if self._unflushed and self.connected and not self.disconnecting and not self._half_closing:
             self.doWrite()
 
 
@@ -91,10 +96,10 @@ class ServerEndpoint:
         self._backlog = backlog
         self._interface = interface
 
-    def listen(self, factory: Factory) -> defer.Deferred:
+    def listen(self, factory: IProtocolFactory) -> defer.Deferred:
         return defer.execute(self._listen, factory)
 
-    def _listen(self, factory: Factory) -> IListeningPort:
+    def _listen(self, factory: IProtocolFactory) -> IListeningPort:
         if not isinstance(self._reactor, PosixReactorBase):
             return self._reactor.listenTCP(self._port, factory, backlog=self._backlog, interface=self._interface)
         # What PosixReactorBase.listenTCP does, with our port class.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rocketmq_tx.remoting.errors import RemotingCommandError
 
@@ -38,6 +38,9 @@ class CommandCustomHeader:
 
     _wire_fields: ClassVar[tuple[tuple[str, str, type, bool], ...]] = ()
     _defaults: ClassVar[dict[str, Any]] = {}
+    if TYPE_CHECKING:
+        # custom_header makes every subclass a dataclass (dataclasses.DataclassInstance).
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_ext_fields(self) -> dict[str, str]:
         """The ``extFields`` map for this header (``None`` fields left out)."""
@@ -68,7 +71,7 @@ _TO_TEXT = {str: "{v}", int: "str({v})", float: "str({v})", bool: "('true' if {v
 _FROM_TEXT = {str: "{v}", int: "int({v})", float: "float({v})", bool: "({v}.lower() == 'true')"}
 
 
-def _generate(cls: type) -> None:
+def _generate(cls: type[CommandCustomHeader]) -> None:
     to_lines = ["def to_ext_fields(self):", "    out = {}"]
     from_lines = ["def from_ext_fields(cls, ext):", "    get = ext.get"]
     args = []
@@ -100,10 +103,15 @@ def _generate(cls: type) -> None:
     from_lines.append(f"    return cls({', '.join(args)})")
     namespace: dict[str, Any] = {"_missing": _missing, "_bad_value": _bad_value, "_defaults": cls._defaults}
     exec("\n".join(to_lines) + "\n\n" + "\n".join(from_lines), namespace)
-    cls.to_ext_fields = namespace["to_ext_fields"]
-    cls.from_ext_fields = classmethod(namespace["from_ext_fields"])
+    # Generated methods replace the base's stubs, as dataclasses installs __init__.
+    cls.to_ext_fields = namespace["to_ext_fields"]  # type: ignore[method-assign]
+    cls.from_ext_fields = classmethod(namespace["from_ext_fields"])  # type: ignore[method-assign, assignment]
 
 
+# Type checkers see the dataclass constructor through dataclass_transform. wire() is not
+# declared a field specifier: its default (None unless given) is a default to them, as
+# it is at run time.
+@typing.dataclass_transform()
 def custom_header(cls: type[T]) -> type[T]:
     """Class decorator: make *cls* a dataclass and generate its wire codec."""
     cls = dataclasses.dataclass(slots=True)(cls)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import RemotingError
@@ -67,7 +67,7 @@ class Warn:
     message: str
 
 
-Step = Union[Call, list[Call], Warn]
+Step = Call | list[Call] | Warn
 #: A client operation: yields steps, returns its result.
 Plan = Generator[Step, Any, T]
 
@@ -86,7 +86,7 @@ def run_plan(plan: Plan[T], invoke: Callable[[Call], RemotingCommand | None],
         try:
             step = plan.throw(error) if error is not None else plan.send(reply)
         except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+            return stop.value
         reply, error = None, None
         if isinstance(step, Warn):
             warn(step.message)

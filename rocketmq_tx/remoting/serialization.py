@@ -159,13 +159,13 @@ def _encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
         raise LocalProtocolError(
             f"code {cmd.code} / version {cmd.version} do not fit the ROCKETMQ header's int16; use JSON"
         )
-    remark, ext_fields = cmd.remark, cmd.ext_fields
+    remark_text, ext_fields = cmd.remark, cmd.ext_fields
     if ext_fields.__class__ is not dict and not isinstance(ext_fields, dict):
         raise TypeError("ext_fields must be a dict")  # as the C version
     parts: list[bytes] = []
     append = parts.append
     try:
-        remark = remark.encode("utf-8") if remark else b""
+        remark = remark_text.encode("utf-8") if remark_text else b""
         for key, value in ext_fields.items():
             kb = key.encode("utf-8")
             vb = value.encode("utf-8")

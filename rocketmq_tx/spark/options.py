@@ -149,7 +149,7 @@ def _credentials(options: Mapping[str, str]) -> SessionCredentials | None:
         if token is not None:
             raise OptionError("securityToken needs accessKey and secretKey")
         return None
-    if not (access_key or "").strip() or not (secret_key or "").strip():
+    if access_key is None or secret_key is None or not access_key.strip() or not secret_key.strip():
         raise OptionError("accessKey and secretKey go together, and neither may be empty")
     return SessionCredentials(access_key.strip(), secret_key.strip(), token.strip() if token is not None else None)
 

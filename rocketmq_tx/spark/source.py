@@ -114,6 +114,7 @@ class RocketMQBatchReader(DataSourceReader):
         return _partitions(off.plan_ranges(start, ends, options.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator:
+        assert isinstance(partition, RocketMQPartition)  # Spark hands back what partitions() made
         return read_range(self.options, partition.range)
 
 
@@ -171,6 +172,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _partitions(off.plan_ranges(begin, stop, self.options.min_partitions, new_queues=new))
 
     def read(self, partition: InputPartition) -> Iterator:
+        assert isinstance(partition, RocketMQPartition)  # Spark hands back what partitions() made
         return read_range(self.options, partition.range)
 
     def commit(self, end: dict) -> None:

@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 from rocketmq_tx.common._batch import iter_batch_entries
 from rocketmq_tx.common.errors import MessageFormatError
@@ -325,7 +326,9 @@ def iter_batch(body: bytes, batch_properties: bytes) -> Iterator[tuple[int, byte
 
     :raises MessageFormatError: for a malformed batch.
     """
-    for flag, entry_body, props in iter_batch_entries(body):
+    # iter_batch_entries yields slices of *body*, so bytes here (its Buffer is not generic)
+    entries = cast("Iterator[tuple[int, bytes, bytes]]", iter_batch_entries(body))
+    for flag, entry_body, props in entries:
         if batch_properties:
             if props and not props.endswith(b"\x02"):
                 props = props + b"\x02" + batch_properties
@@ -448,6 +451,7 @@ class CommitLog:
             while True:
                 size, topic, queue_id, phys, sys_flag = validate(buf, pos, check_crc, topics)
                 if size > 0:
+                    assert topic is not None  # a valid record has one
                     if phys != base + pos:
                         log.warning("record at %d claims offset %d; treating it as the end of the log",
                                     base + pos, phys)
@@ -482,7 +486,8 @@ class CommitLog:
         if magic != MESSAGE_MAGIC_CODE and magic != MESSAGE_MAGIC_CODE_V2:
             return 0
         try:
-            msg, _ = decode_message(f.mm, 0, read_body=False)
+            # an mmap is a buffer, which messagecodec.Buffer (bytes | bytearray | memoryview) leaves out
+            msg, _ = decode_message(f.mm, 0, read_body=False)  # type: ignore[arg-type]
         except MessageFormatError:
             return 0
         return msg.store_timestamp

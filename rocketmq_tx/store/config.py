@@ -160,7 +160,11 @@ class MessageStoreConfig:
 
 
 def _convert(f: dataclasses.Field[Any], value: Any) -> Any:
-    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    else:
+        assert f.default_factory is not dataclasses.MISSING  # every setting has a default
+        default = f.default_factory()
     if isinstance(default, enum.Enum):
         return type(default)(str(value).strip())
     if isinstance(default, bool):

@@ -104,4 +104,4 @@ END_FILE_MIN_BLANK_LENGTH: Final = 8
 
 def file_name(offset: int) -> str:
     """Java ``UtilAll.offset2FileName``: 20 decimal digits, zero-padded."""
-    return "%020d" % offset
+    return f"{offset:020d}"

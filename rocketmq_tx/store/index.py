@@ -212,6 +212,7 @@ class IndexFile:
 
     def _put_keys_native(self, topic: str, uniq_key: str | None, keys: str | None, tags: str | None,
                          phy_offset: int, store_timestamp: int, skip: int = 0) -> int:
+        assert _native_put_keys is not None  # put_keys is this method only with the accelerator
         (nxt, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = _native_put_keys(
             self.mm, self.hash_slot_num, self.index_num, self._entries_base, self.begin_timestamp,
@@ -263,7 +264,7 @@ class IndexFile:
 
 def _file_time_name(ms: int) -> str:
     t = time.localtime(ms / 1000)
-    return time.strftime("%Y%m%d%H%M%S", t) + "%03d" % (ms % 1000)
+    return time.strftime("%Y%m%d%H%M%S", t) + f"{ms % 1000:03d}"
 
 
 class IndexService:

@@ -262,7 +262,7 @@ class MappedFileQueue:
                 log.warning("removing %s, left over from a crash during its creation", n)
                 os.unlink(os.path.join(self.store_path, n))
         names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
-        files = []
+        files: list[MappedFile] = []
         for name in names:
             path = os.path.join(self.store_path, name)
             size = os.path.getsize(path)

@@ -59,8 +59,8 @@ class StoreRecovery:
             if last_exit_ok:
                 start = files[max(0, len(files) - 3)]
                 end = start.file_from_offset
-                for _info, end in cl.scan(start, check_crc=check_crc):
-                    pass
+                for _info, scanned in cl.scan(start, check_crc=check_crc):
+                    end = scanned
                 self._truncate(end, max_phy_in_cq)
                 # dispatch what the ConsumeQueues lack (Java's ReputMessageService)
                 reput_from = max(cl.get_min_offset(), max_phy_in_cq if max_phy_in_cq > 0 else 0)
@@ -153,7 +153,8 @@ class StoreRecovery:
             if store.config.message_index_enable else None
         queue_ends: dict[tuple[str, int], int] = {}
         end = start.file_from_offset
-        for info, end in store.commit_log.scan(start, check_crc=check_crc):
+        for info, scanned in store.commit_log.scan(start, check_crc=check_crc):
+            end = scanned
             if info is None:
                 continue
             topic, queue_id, phys, size, sys_flag = info[:5]

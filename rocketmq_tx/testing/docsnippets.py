@@ -24,12 +24,13 @@ import ast
 import inspect
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import CodeType
 
-__all__ = ["NEEDS", "GIVEN", "ROOT", "Snippet", "find_snippets", "expected_prints", "bound_names", "free_names", "given",
-           "output_matches", "rocketmq_imports", "run_file", "substitute"]
+__all__ = ["NEEDS", "GIVEN", "ROOT", "Snippet", "find_snippets", "expected_prints", "bound_names", "free_names",
+           "given", "output_matches", "rocketmq_imports", "run_file", "substitute"]
 
 #: the repository: README.md and docs/
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,12 +94,12 @@ def find_snippets(root: Path = ROOT, docs: Iterable[Path] | None = None) -> list
     return found
 
 
-def compile_snippet(code: str, name: str = "<snippet>"):
+def compile_snippet(code: str, name: str = "<snippet>") -> CodeType:
     """Compile with top-level ``await`` allowed; ``co_flags & CO_COROUTINE`` says it awaits."""
     return compile(code, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
 
 
-def is_coroutine(code) -> bool:  # type: ignore[no-untyped-def]
+def is_coroutine(code: CodeType) -> bool:
     return bool(code.co_flags & inspect.CO_COROUTINE)
 
 
@@ -134,13 +135,18 @@ def output_matches(expected: str, printed: str) -> bool:
 def substitute(code: str, addresses: Mapping[str, str]) -> str:
     """Replace each address the snippet names (a regex key, e.g. ``[\\w.-]+:9876``) with a test server's."""
     for pattern, replacement in addresses.items():
-        code = re.sub(pattern, lambda _m: replacement, code)
+        code = re.sub(pattern, _literal(replacement), code)
     return code
+
+
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacement for ``re.sub`` that inserts *text* as is (no group references)."""
+    return lambda _m: text
 
 
 def rocketmq_imports(code: str) -> list[tuple[int, str, str | None]]:
     """``(line, module, name or None)`` for each import from ``rocketmq_tx``."""
-    out = []
+    out: list[tuple[int, str, str | None]] = []
     for node in ast.walk(ast.parse(code)):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rocketmq_tx":
             out.extend((node.lineno, node.module, alias.name) for alias in node.names)
@@ -196,18 +202,20 @@ with _Producer("docs-given", NAMESRV) as _producer:      # the topic exists, wit
 mq = _sent.message_queue
 offset_msg_id, msg_id = _sent.offset_msg_id, _sent.msg_id
 timestamp_ms = ts = int(time.time() * 1000) - 60_000
-with _PullClient("my-group", NAMESRV) as _group:         # the group exists, with an offset
-    _group.send_heartbeat(["OrderTopic"])                 # (the broker creates %RETRY%my-group)
-    _group.commit_offset(mq, 0)
-    _deadline = time.monotonic() + 30
-    while True:                                           # until the name server has its route
-        try:
-            _group.client.route("%RETRY%my-group", refresh=True)
-            break
-        except Exception:
-            if time.monotonic() > _deadline:
-                raise
-            time.sleep(0.05)                              # polling remote state, bounded
+# the group exists, with an offset, and stays online (its connection stays open) for the
+# admin excerpt's examine_consumer_connection_info
+_group = _PullClient("my-group", NAMESRV)
+_group.send_heartbeat(["OrderTopic"])                     # (the broker creates %RETRY%my-group)
+_group.commit_offset(mq, 0)
+_deadline = time.monotonic() + 30
+while True:                                               # until the name server has its route
+    try:
+        _group.client.route("%RETRY%my-group", refresh=True)
+        break
+    except Exception:
+        if time.monotonic() > _deadline:
+            raise
+        time.sleep(0.05)                                  # polling remote state, bounded
 consumer = _PushConsumer("my-group", NAMESRV, reactor)   # for the orderly excerpt
 
 
@@ -241,7 +249,7 @@ def run_file(given_path: str, snippet_path: str) -> None:
         return
     from twisted.internet import defer, task
 
-    async def main(reactor) -> None:  # type: ignore[no-untyped-def]
+    async def main(reactor: object) -> None:
         namespace["reactor"] = reactor
         await eval(code, namespace)
 

@@ -13,6 +13,8 @@ Every other code gets REQUEST_CODE_NOT_SUPPORTED, as from a Java server.
 
 from __future__ import annotations
 
+from typing import Any
+
 from twisted.application import service
 from twisted.internet.endpoints import serverFromString
 from twisted.python import usage
@@ -69,11 +71,12 @@ class Options(usage.Options):
             raise usage.UsageError("--max-frame-length must be at least 1024")
 
 
-def makeService(options: Options, reactor: object = None) -> service.IService:
+def makeService(options: Options, reactor: Any = None) -> service.MultiService:
     """The echo server as a service tree."""
     if reactor is None:
         from twisted.internet import reactor  # imported late so twistd can choose the reactor
     factory = RemotingServerFactory(echo_table(), reactor, max_frame_length=options["max-frame-length"])
     top = service.MultiService()
-    ListeningService("rocketmq-echo", serverFromString(reactor, options["listen"]), factory, reactor).setServiceParent(top)
+    listening = ListeningService("rocketmq-echo", serverFromString(reactor, options["listen"]), factory, reactor)
+    listening.setServiceParent(top)
     return top

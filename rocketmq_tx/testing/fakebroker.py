@@ -21,11 +21,11 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rocketmq_tx.common import fastjson
-from rocketmq_tx.common.message import MessageExt, MessageQueue, string_to_properties
+from rocketmq_tx.common.message import Message, MessageExt, MessageQueue, string_to_properties
 from rocketmq_tx.common.messagecodec import decode_batch, encode_message
 from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
 from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command, split_address
@@ -94,7 +94,8 @@ class FakeCluster:
         self.heartbeats: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.min_offsets: dict[tuple[str, str, int], int] = {}
         #: ``(group, MessageQueue)`` to the client id holding its orderly-consumption lock
-        self.locks: dict[tuple[str, MessageQueue], str] = {}
+        #: (group and id as the lock bodies carry them: either may be missing)
+        self.locks: dict[tuple[str | None, MessageQueue], str | None] = {}
         self._scripts: dict[tuple[int, str | None], list[Script]] = defaultdict(list)
         self._commit_log = 0
         self._lock = threading.Lock()
@@ -189,6 +190,7 @@ class FakeCluster:
     def _send(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
         queue_id = header.queue_id if header.queue_id >= 0 else 0
+        inner: Sequence[Message | None]  # None: the request's one message, from the header
         if header.batch:
             batch_props = string_to_properties(header.properties or "")
             inner = decode_batch(request.body, header.topic)

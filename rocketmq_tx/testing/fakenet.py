@@ -14,7 +14,7 @@ from twisted.internet.testing import MemoryReactorClock
 from zope.interface import implementer
 
 from rocketmq_tx.net.client import RemotingClient
-from rocketmq_tx.net.dispatch import IRequestProcessor, ProcessorTable
+from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor, ProcessorTable
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.remoting import RemotingCommand, RemotingConnectError, RequestCode, ResponseCode
 from rocketmq_tx.testing.fakebroker import FakeCluster
@@ -32,12 +32,13 @@ class _Holding:
     def __init__(self, net: FakeNetwork, addr: str) -> None:
         self.net, self.addr = net, addr
 
-    def process_request(self, ctx: object, request: RemotingCommand) -> object:
+    def process_request(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred | None:
         response = self.net.cluster.handle(self.addr, request)
         if (request.code == RequestCode.PULL_MESSAGE and response is not None
                 and response.code == ResponseCode.PULL_NOT_FOUND
                 and int(request.ext_fields.get("sysFlag", "0")) & _SUSPEND):
-            return deferLater(self.net.reactor, self.net.hold, self.net.cluster.handle, self.addr, request)
+            return deferLater(self.net.reactor,
+                              self.net.hold, self.net.cluster.handle, self.addr, request)
         return response
 
     def reject_request(self) -> bool:

@@ -4,13 +4,21 @@ importing it must stay cheap and must not import a reactor (``twistd --reactor``
 break).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from twisted.application.service import ServiceMaker
+
+if TYPE_CHECKING:
+    from twisted.application.service import IService
+    from twisted.python.usage import Options
 
 
 class _DaemonMaker(ServiceMaker):
     """Routes stdlib ``logging`` into ``twisted.logger`` before it builds the services."""
 
-    def makeService(self, options):  # type: ignore[no-untyped-def]
+    def makeService(self, options: Options) -> IService:
         # Late import: rocketmq_tx.daemon is heavier than a plugin scan should pay for.
         from rocketmq_tx.daemon import bridge_stdlib_logging
 

@@ -73,7 +73,7 @@ class SignatureTests(SynchronousTestCase):
             self.assertEqual(request.ext_fields.get("SecurityToken"), token)
 
     def test_independent_hmac(self) -> None:
-        for code, ext, body, ak, sk, token, expected in JAVA_VECTORS:
+        for _code, ext, body, ak, sk, token, expected in JAVA_VECTORS:
             fields = dict(ext, AccessKey=ak, **({"SecurityToken": token} if token else {}))
             data = content_to_sign(fields, body)
             mine = base64.b64encode(_hmac_sha1(sk.encode("utf-8"), data)).decode()
@@ -97,7 +97,7 @@ class SignatureTests(SynchronousTestCase):
         whole content, on the OpenSSL HMAC object and on hmac.HMAC alike."""
         from rocketmq_tx.acl.signing import fields_content
 
-        for code, ext, body, ak, sk, token, expected in JAVA_VECTORS:
+        for _code, ext, body, ak, sk, token, expected in JAVA_VECTORS:
             fields = dict(ext, AccessKey=ak, **({"SecurityToken": token} if token else {}))
             for signer in (Signer(sk), _pure_python_signer(sk)):
                 self.assertEqual(signer.sign_request(fields_content(fields), body), expected)

@@ -58,7 +58,8 @@ SECRETS = {"RocketMQ": "12345678", "rocketmq2": "12345678", "adminperm": "123456
 
 
 def heartbeat(groups: dict[str, list[str]]) -> bytes:
-    consumers = [{"groupName": g, "subscriptionDataSet": [{"topic": t} for t in topics]} for g, topics in groups.items()]
+    consumers = [{"groupName": g, "subscriptionDataSet": [{"topic": t} for t in topics]}
+                 for g, topics in groups.items()]
     return json.dumps({"clientID": "c1", "producerDataSet": [], "consumerDataSet": consumers}).encode()
 
 

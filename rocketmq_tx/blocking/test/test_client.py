@@ -34,8 +34,8 @@ class Base(SynchronousTestCase):
         return producer
 
     def sends(self) -> list[tuple[str, SendMessageRequestHeaderV2]]:
-        return [(a, SendMessageRequestHeaderV2.from_ext_fields(r.ext_fields))
-                for a, r in self.cluster.seen if r.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)]
+        return [(a, SendMessageRequestHeaderV2.from_ext_fields(r.ext_fields)) for a, r in self.cluster.seen
+                if r.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)]
 
 
 class ProducerTests(Base):
@@ -50,7 +50,8 @@ class ProducerTests(Base):
         result = producer.send(msg)
         self.assertEqual(result.send_status, SendStatus.SEND_OK)
         self.assertEqual(result.msg_id, msg.unique_key)
-        stored = self.cluster.messages[(result.message_queue.broker_name, "T", result.message_queue.queue_id)][result.queue_offset]
+        mq = result.message_queue
+        stored = self.cluster.messages[(mq.broker_name, "T", mq.queue_id)][result.queue_offset]
         self.assertEqual(result.offset_msg_id, stored.offset_msg_id)
         self.assertEqual((stored.body, stored.tags, stored.keys, stored.properties["color"]),
                          (b"hello", "TagA", ["k1"], "red"))

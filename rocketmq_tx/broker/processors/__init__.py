@@ -27,7 +27,7 @@ from rocketmq_tx.broker.processors.pull import PullMessageProcessor
 from rocketmq_tx.broker.processors.query import QueryMessageProcessor
 from rocketmq_tx.broker.processors.reply import ReplyMessageProcessor
 from rocketmq_tx.broker.processors.send import SendMessageProcessor
-from rocketmq_tx.net.dispatch import ProcessorTable
+from rocketmq_tx.net.dispatch import HandlerProcessor, ProcessorTable
 
 __all__ = ["processor_table"]
 
@@ -40,15 +40,16 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
     table = ProcessorTable()
     if controller.acl is not None:
         table.before_request = AclServerHook(controller.acl)
-    table.default = AdminBrokerProcessor(controller)
-    processors = [
+    admin = AdminBrokerProcessor(controller)
+    table.default = admin
+    processors: list[HandlerProcessor] = [
         SendMessageProcessor(controller),
         ReplyMessageProcessor(controller),
         QueryMessageProcessor(controller),
         ClientManageProcessor(controller),
         ConsumerManageProcessor(controller),
         AclConfigProcessor(controller),
-        table.default,
+        admin,
         TopicAdminProcessor(controller),
         GroupAdminProcessor(controller),
         OffsetAdminProcessor(controller),

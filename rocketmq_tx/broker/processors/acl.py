@@ -22,6 +22,7 @@ from twisted.logger import Logger
 
 from rocketmq_tx.acl import AclError, PlainAccessConfig, PlainPermissionManager
 from rocketmq_tx.acl.signing import ACCESS_KEY
+from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketmq_tx.remoting.headers.acl import (
@@ -49,6 +50,12 @@ def java_split(text: str | None, separator: str = ",") -> list[str] | None:
     return parts
 
 
+def _resource_perms(text: str | None) -> list[str | None] | None:
+    # java_split's parts in a list of PlainAccessConfig's element type (a YAML entry may be null)
+    parts = java_split(text)
+    return None if parts is None else list(parts)
+
+
 class AclServerHook:
     """``hook(ctx, request)``: ``None`` to go on, or the refusal to send."""
 
@@ -74,7 +81,7 @@ class AclConfigProcessor(HandlerProcessor):
     (209, 210, 211). With ACL off Java fails on its missing validator: 50, 51 and 53 get
     their failure code without a remark and 52 no answer at all; so do they here."""
 
-    def __init__(self, controller: object) -> None:
+    def __init__(self, controller: BrokerController) -> None:
         self.controller = controller
         self.handlers = {
             RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update_access_config,
@@ -94,7 +101,7 @@ class AclConfigProcessor(HandlerProcessor):
         if acl is None:
             return request.make_response(failed)
         config = PlainAccessConfig(h.access_key, h.secret_key, h.white_remote_address, h.admin, h.default_topic_perm,
-                                   h.default_group_perm, java_split(h.topic_perms), java_split(h.group_perms))
+                                   h.default_group_perm, _resource_perms(h.topic_perms), _resource_perms(h.group_perms))
         try:
             done = acl.update_access_config(config)
         except AclError as e:
@@ -129,12 +136,12 @@ class AclConfigProcessor(HandlerProcessor):
         if acl is None:
             log.error("GET_BROKER_CLUSTER_ACL_INFO while ACL is off: no answer (as Java's broker)")
             return None
-        settings = self.controller.settings  # type: ignore[attr-defined]
+        settings = self.controller.settings
         header = GetBrokerAclConfigResponseHeader(
             version=acl.default_version_json(),
             all_acl_file_version=acl.all_versions_json(),
             broker_name=settings["brokerName"],
-            broker_addr=self.controller.broker_addr,  # type: ignore[attr-defined]
+            broker_addr=self.controller.broker_addr,
             cluster_name=settings["brokerClusterName"],
         )
         return request.make_response(ResponseCode.SUCCESS, ext_fields=header.to_ext_fields())

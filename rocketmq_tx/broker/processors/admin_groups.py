@@ -52,7 +52,10 @@ def _language_name(language: Any) -> str:
 
 
 class GroupAdminProcessor(AdminProcessor):
-    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP, the connection lists, QUERY_TOPIC_CONSUME_BY_WHO, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ."""
+    """
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP,
+    the connection lists, QUERY_TOPIC_CONSUME_BY_WHO, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ.
+    """
 
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)

@@ -36,7 +36,10 @@ def _as_response(request: RemotingCommand, result: RemotingCommand) -> RemotingC
 
 
 class ClientRelayProcessor(AdminProcessor):
-    """INVOKE_BROKER_TO_RESET_OFFSET, INVOKE_BROKER_TO_GET_CONSUMER_STATUS, GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY."""
+    """
+    INVOKE_BROKER_TO_RESET_OFFSET, INVOKE_BROKER_TO_GET_CONSUMER_STATUS, GET_CONSUMER_RUNNING_INFO,
+    CONSUME_MESSAGE_DIRECTLY.
+    """
 
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)

@@ -28,7 +28,10 @@ _LMQ_PREFIX = "%LMQ%"
 
 
 class TopicAdminProcessor(AdminProcessor):
-    """UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG, GET_TOPIC_STATS_INFO, GET_SYSTEM_TOPIC_LIST_FROM_BROKER."""
+    """
+    UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG,
+    GET_TOPIC_STATS_INFO, GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
+    """
 
     def __init__(self, controller: BrokerController) -> None:
         super().__init__(controller)

@@ -101,6 +101,7 @@ class PullMessageProcessor(HandlerProcessor):
                 ResponseCode.SYSTEM_ERROR,
                 f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
                 f"[{tc.read_queue_nums}] consumer:[/{getattr(ctx, 'peer', '?')}]")
+        subscription: SubscriptionData | None
         if has_subscription:
             try:
                 subscription = SubscriptionData.build(header.topic, header.subscription,

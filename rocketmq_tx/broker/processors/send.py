@@ -146,7 +146,8 @@ class SendMessageProcessor(HandlerProcessor):
         if bad is not None:
             return self._response(request, ResponseCode.SYSTEM_ERROR, bad)
         if is_not_allowed_send_topic(topic):
-            return self._response(request, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+            return self._response(request, ResponseCode.NO_PERMISSION,
+                                  f"Sending message to topic[{topic}] is forbidden.")
         tc = self.topics.select_topic_config(topic)
         if tc is None:
             sys_flag = 0
@@ -183,7 +184,7 @@ class SendMessageProcessor(HandlerProcessor):
         assert tc is not None
         return self.random.randrange(99999999) % max(tc.write_queue_nums, 1)
 
-    def _retry_and_dlq(self, request: RemotingCommand, header: SendMessageRequestHeader,
+    def _retry_and_dlq(self, request: RemotingCommand, header: SendHeader,
                        msg: MessageExtBrokerInner, props: dict[str, str]) -> RemotingCommand | None:
         """Java ``handleRetryAndDLQ``: a send to %RETRY%group past its max times goes to the DLQ."""
         topic = msg.topic

@@ -170,7 +170,8 @@ class SendMessageTests(BrokerTestCase):
         self.send(queue_id=0)
         response = self.send(queue_id=4)
         self.assertEqual(response.code, ResponseCode.SYSTEM_ERROR)
-        self.assertTrue(response.remark.startswith("request queueId[4] is illegal, TopicConfig [topicName=TopicTest,"), response.remark)
+        self.assertTrue(response.remark.startswith("request queueId[4] is illegal, TopicConfig [topicName=TopicTest,"),
+                        response.remark)
         self.assertTrue(response.remark.endswith("Producer: 127.0.0.1:5555"), response.remark)
 
     def test_no_write_permission(self) -> None:

@@ -203,7 +203,7 @@ class RealNameServerTests(ServiceTestCase):
         super().setUp()
         self.namesrvs = {}
         self.pumps = []
-        for i, addr in enumerate(namesrv_addresses(NAMESRVS)):
+        for addr in namesrv_addresses(NAMESRVS):
             d = self.mktemp()
             self.namesrvs[addr] = NamesrvController(NamesrvSettings({"kvConfigPath": f"{d}/kv.json"}),
                                                     now=lambda: 1_700_000_000_000)

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.client import CONSUME_FROM_FIRST_OFFSET, LitePullConsumer, Message, MessageQueue, MQClientError
+from rocketmq_tx.client import (
+    CONSUME_FROM_FIRST_OFFSET,
+    LitePullConsumer,
+    Message,
+    MessageQueue,
+    MQClientError,
+    Producer,
+)
 from rocketmq_tx.client.instance import MQClientInstance
 from rocketmq_tx.remoting import RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers.client import UpdateConsumerOffsetRequestHeader
 from rocketmq_tx.testing.fakebroker import FakeCluster
 from rocketmq_tx.testing.fakenet import FakeNetwork
-from rocketmq_tx.client import Producer
 
 MQ0 = MessageQueue("T", "broker-a", 0)
 MQ1 = MessageQueue("T", "broker-a", 1)

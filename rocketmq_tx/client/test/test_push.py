@@ -85,7 +85,8 @@ class PushTests(SynchronousTestCase):
         self.net.flush()
         mine = sorted(q.queue_id for q in consumer.queues if q.topic == "T")
         self.assertEqual(len(mine), 2)
-        self.cluster.heartbeats[BROKER] = [h for h in self.cluster.heartbeats[BROKER] if h["clientID"] != "0.0.0.0@other"]
+        self.cluster.heartbeats[BROKER] = [h for h in self.cluster.heartbeats[BROKER]
+                                           if h["clientID"] != "0.0.0.0@other"]
         # The broker says the membership changed: rebalance at once.
         self.net.servers[BROKER].send_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                                                                      {"consumerGroup": "CG"}, oneway=True))

@@ -44,7 +44,10 @@ class LoadsTests(SynchronousTestCase):
         self.assertEqual(fastjson.loads("{k:'\\u4e16\\n\\t\\\\'}"), {"k": "\u4e16\n\t\\"})
 
     def test_surrogate_escapes(self) -> None:
-        """A \\u pair is one character; a lone surrogate is '?' as Java writes it, never an unencodable str (found by fuzzing)."""
+        """
+        A \\u pair is one character; a lone surrogate is '?' as Java writes it, never an
+        unencodable str (found by fuzzing).
+        """
         self.assertEqual(fastjson.loads("{a:'\\ud83d\\ude00'}"), {"a": "\U0001F600"})
         self.assertEqual(fastjson.loads("{a:'x\\ud800\\ud800y\\udc00'}"), {"a": "x??y?"})
         self.assertEqual(fastjson.loads("{a:'\\udc00\\ud83d\\ude00z'}"), {"a": "?\U0001F600z"})

@@ -89,7 +89,8 @@ class NativeTests(SynchronousTestCase):
         self.assertEqual(speedups.topic_key_hash(topic, key), index._topic_key_hash(topic, key))
         self.assertEqual(speedups.topic_key_hash(topic, key), index.index_key_hash(f"{topic}#{key}"))
 
-    @given(st.lists(st.tuples(names, st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=8)),
+    @given(st.lists(st.tuples(names, st.text(st.characters(blacklist_characters="\x01\x02",
+                                                           blacklist_categories=("Cs",)), max_size=8)),
                     max_size=6), names)
     def test_get_property(self, pairs: list[tuple[str, str]], name: str) -> None:
         raw = "\x02".join(f"{k}\x01{v}" for k, v in pairs).encode()
@@ -182,7 +183,8 @@ class NativeTests(SynchronousTestCase):
     def test_decode_rocketmq_header_any_bytes(self, data: bytes, body: bytes) -> None:
         self._same_header(data, body)
 
-    @given(code=st.integers(-(2**15), 2**15 - 1), language=st.integers(0, 255), version=st.integers(-(2**15), 2**15 - 1),
+    @given(code=st.integers(-(2**15), 2**15 - 1), language=st.integers(0, 255),
+           version=st.integers(-(2**15), 2**15 - 1),
            opaque=int32, flag=int32, remark=st.one_of(st.none(), st.text(max_size=10)),
            ext=st.dictionaries(st.text(max_size=6), st.text(max_size=6), max_size=5),
            cut=st.integers(0, 8), raw_tail=st.binary(max_size=3))
@@ -362,17 +364,17 @@ class HostileInputTests(SynchronousTestCase):
     def test_properties_to_string_other_types(self) -> None:
         values = [*NON_TEXT[:-1], "v", HostileStr("v"), LyingStr("v")]
         for value in values:
-            self.same_properties_to_string(lambda: {"k": value})
+            self.same_properties_to_string(lambda value=value: {"k": value})
             if value.__class__ not in (bytearray, memoryview, HostileStr):  # unhashable
-                self.same_properties_to_string(lambda: {value: "v", "b": "c"})
+                self.same_properties_to_string(lambda value=value: {value: "v", "b": "c"})
         self.same_properties_to_string(lambda: {LyingStr("a"): "1", "b": LyingStr("2")})
         for props in (None, 5, "text", [("a", "b")], (("a", "b"),)):
-            self.same_properties_to_string(lambda: props)
+            self.same_properties_to_string(lambda props=props: props)
 
     def test_properties_to_string_dict_subclasses(self) -> None:
         for items in ([("x", "y"), ("z", None), (1, b"2")], [("a", "b", "c")], [("a",)], ["ab"], [5], 5, None,
                       lambda: iter([("i", "j")]), _raising_items, lambda: {"p": "q"}.items()):
-            self.same_properties_to_string(lambda: ItemsDict(items))
+            self.same_properties_to_string(lambda items=items: ItemsDict(items))
         self.same_properties_to_string(lambda: OrderedDict([("b", "1"), ("a", "2")]))
         self.same_properties_to_string(lambda: type("Plain", (dict,), {})(a="1", b=None))
 

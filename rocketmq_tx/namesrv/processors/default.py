@@ -111,7 +111,7 @@ class DefaultRequestProcessor(HandlerProcessor):
 
     # -- brokers ------------------------------------------------------------------
 
-    def register_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred:
+    def register_broker(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred | None:
         """
         REGISTER_BROKER. A body that may take more than a few milliseconds to check and
         decode (a large one, or any compressed one: zlib inflates up to ~1000 times) is
@@ -120,12 +120,12 @@ class DefaultRequestProcessor(HandlerProcessor):
         (test reactors) it is decoded here. The response is the same either way.
         """
         header = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
-        pool = getattr(getattr(ctx, "clock", None), "getThreadPool", None)
+        clock = getattr(ctx, "clock", None)
+        pool = getattr(clock, "getThreadPool", None)
         compressed = bool(header.compressed) and request.version >= 37
-        if pool is None or not (compressed or len(request.body) > _DECODE_ON_REACTOR_MAX):
+        if clock is None or pool is None or not (compressed or len(request.body) > _DECODE_ON_REACTOR_MAX):
             return self._registered(ctx, request, header, self._decode_registration(request, header))
-        d = threads.deferToThreadPool(ctx.clock, pool(), self._decode_registration,  # type: ignore[attr-defined]
-                                      request, header)
+        d = threads.deferToThreadPool(clock, pool(), self._decode_registration, request, header)
         return d.addCallback(lambda body: self._registered(ctx, request, header, body))
 
     @classmethod
@@ -141,7 +141,7 @@ class DefaultRequestProcessor(HandlerProcessor):
                 else cls._old_wrapper(request.body))
 
     def _registered(self, ctx: IRemotingContext, request: RemotingCommand, header: RegisterBrokerRequestHeader,
-                    body: RegisterBrokerBody | None) -> RemotingCommand | None:
+                    body: RegisterBrokerBody | None) -> RemotingCommand | Deferred | None:
         if body is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         if not getattr(ctx, "connected", True):

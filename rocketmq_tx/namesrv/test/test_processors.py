@@ -126,7 +126,8 @@ class ProcessorTests(SynchronousTestCase):
         wiped = fastjson.loads(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).body)
         self.assertEqual(wiped["queueDatas"][0]["perm"], 4)
         self.call(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "T"})
-        self.assertEqual(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code, ResponseCode.TOPIC_NOT_EXIST)
+        self.assertEqual(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code,
+                         ResponseCode.TOPIC_NOT_EXIST)
         self.register(body=RegisterBrokerBody(DataVersion(9, 9), {"T": TopicConfig("T", 2, 2)}, []))
         again = fastjson.loads(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).body)
         self.assertEqual(again["queueDatas"][0]["readQueueNums"], 2)
@@ -151,7 +152,8 @@ class ProcessorTests(SynchronousTestCase):
         """Put, get, list, delete; persisted in Java's shape and read back at start."""
         put = {"namespace": "ns", "key": "k", "value": "v"}
         self.assertEqual(self.call(RequestCode.PUT_KV_CONFIG, put).code, ResponseCode.SUCCESS)
-        self.assertEqual(self.call(RequestCode.GET_KV_CONFIG, {"namespace": "ns", "key": "k"}).ext_fields, {"value": "v"})
+        self.assertEqual(self.call(RequestCode.GET_KV_CONFIG, {"namespace": "ns", "key": "k"}).ext_fields,
+                         {"value": "v"})
         self.assertEqual(fastjson.loads(self.call(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "ns"}).body),
                          {"table": {"k": "v"}})
         with open(f"{self.dir}/kv.json", "rb") as f:
@@ -161,7 +163,8 @@ class ProcessorTests(SynchronousTestCase):
         self.assertEqual(reloaded.kv_config_manager.get("ns", "k"), "v")
         self.call(RequestCode.DELETE_KV_CONFIG, {"namespace": "ns", "key": "k"})
         missing = self.call(RequestCode.GET_KV_CONFIG, {"namespace": "ns", "key": "k"})
-        self.assertEqual((missing.code, missing.remark), (ResponseCode.QUERY_NOT_FOUND, "No config item, Namespace: ns Key: k"))
+        self.assertEqual((missing.code, missing.remark),
+                         (ResponseCode.QUERY_NOT_FOUND, "No config item, Namespace: ns Key: k"))
         none = self.call(RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": "zz"})
         self.assertEqual((none.code, none.remark), (ResponseCode.QUERY_NOT_FOUND, "No config item, Namespace: zz"))
         self.assertEqual(self.call(RequestCode.PUT_KV_CONFIG, {"namespace": "ns"}).code, ResponseCode.SYSTEM_ERROR)
@@ -171,7 +174,8 @@ class ProcessorTests(SynchronousTestCase):
         self.register()
         info = fastjson.loads(self.call(RequestCode.GET_BROKER_CLUSTER_INFO).body)
         self.assertEqual(info, {"brokerAddrTable": {"broker-a": {"brokerAddrs": {"0": "127.0.0.1:10911"},
-                                                                 "brokerName": "broker-a", "cluster": "DefaultCluster"}},
+                                                                 "brokerName": "broker-a",
+                                                                 "cluster": "DefaultCluster"}},
                                 "clusterAddrTable": {"DefaultCluster": ["broker-a"]}})
         self.assertEqual(fastjson.loads(self.call(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body),
                          {"topicList": ["T"]})
@@ -191,7 +195,8 @@ class ProcessorTests(SynchronousTestCase):
         added = self.call(RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": "broker-a"})
         self.assertEqual(added.ext_fields, {"addTopicCount": "1"})
         self.call(RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "T"})
-        self.assertEqual(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code, ResponseCode.TOPIC_NOT_EXIST)
+        self.assertEqual(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "T"}).code,
+                         ResponseCode.TOPIC_NOT_EXIST)
 
     def test_config(self) -> None:
         """GET/UPDATE_NAMESRV_CONFIG: key=value lines, persisted; the blacklist is refused."""
@@ -202,7 +207,8 @@ class ProcessorTests(SynchronousTestCase):
         with open(f"{self.dir}/namesrv.properties") as f:
             self.assertIn("orderMessageEnable=true", f.read())
         refused = self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/etc/passwd\n")
-        self.assertEqual((refused.code, refused.remark), (ResponseCode.NO_PERMISSION, "Can not update config in black list."))
+        self.assertEqual((refused.code, refused.remark),
+                         (ResponseCode.NO_PERMISSION, "Can not update config in black list."))
         bad = self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"listenPort=abc\n")
         self.assertEqual(bad.code, ResponseCode.SYSTEM_ERROR)
         self.assertEqual(self.settings["listenPort"], 9876)
@@ -213,8 +219,10 @@ class ProcessorTests(SynchronousTestCase):
             self.assertEqual(self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=body).code, ResponseCode.NO_PERMISSION)
         injected = self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"productEnvName=x\\nkvConfigPath=/etc/passwd\n")
         self.assertEqual((injected.code, injected.remark),
-                         (ResponseCode.SYSTEM_ERROR, "the value of 'productEnvName' holds a control character; refused"))
-        for body, remark in ((b"scanNotActiveBrokerInterval=-5\n", "scanNotActiveBrokerInterval: must be positive, got -5"),
+                         (ResponseCode.SYSTEM_ERROR,
+                          "the value of 'productEnvName' holds a control character; refused"))
+        for body, remark in ((b"scanNotActiveBrokerInterval=-5\n",
+                              "scanNotActiveBrokerInterval: must be positive, got -5"),
                              (b"listenPort=70000\n", "listenPort: 70000 is not a TCP port")):
             response = self.call(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
             self.assertEqual((response.code, response.remark), (ResponseCode.SYSTEM_ERROR, remark))

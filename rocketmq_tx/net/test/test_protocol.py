@@ -84,7 +84,8 @@ class RequestResponseTests(SynchronousTestCase):
     def test_out_of_order_responses(self) -> None:
         """Responses are matched by opaque, not by order."""
         later: Deferred = Deferred()
-        table = ProcessorTable({1: Scripted(lambda ctx, r: later), 2: Scripted(lambda ctx, r: r.make_response(remark="two"))})
+        table = ProcessorTable({1: Scripted(lambda ctx, r: later),
+                                2: Scripted(lambda ctx, r: r.make_response(remark="two"))})
         client, server, pump, clock = pair(table)
         d1 = client.send_request(RemotingCommand.request(1), 3)
         d2 = client.send_request(RemotingCommand.request(2), 3)
@@ -253,7 +254,10 @@ class BadStreamTests(SynchronousTestCase):
         return [e for e in events if e.get("log_level") is not None and e["log_level"].name in ("warn", "error")]
 
     def test_good_frames_then_garbage_in_one_read(self) -> None:
-        """Both requests are answered, then the connection closes (not aborted: the answers leave first), one log line."""
+        """
+        Both requests are answered, then the connection closes (not aborted: the answers
+        leave first), one log line.
+        """
         with capturedLogs() as events:
             self.server.dataReceived(self.request(1) + self.request(2) + b"\x7f\xff\xff\xff garbage")
             self.server.dataReceived(self.request(3))  # after the bad bytes: not read

@@ -47,7 +47,8 @@ class TlsServerTests(TestCase):
         values = {"tls.config.file": "", "tls.test.mode.enable": "false", "tls.client.authServer": "true",
                   "tls.client.trustCertPath": self.path("ca.pem"), **extra}
         if cert:
-            values.update({"tls.client.certPath": self.path("client.pem"), "tls.client.keyPath": self.path("client.key")})
+            values.update({"tls.client.certPath": self.path("client.pem"),
+                           "tls.client.keyPath": self.path("client.key")})
         return TlsSettings.from_sources(values)
 
     def stranger_settings(self) -> TlsSettings:
@@ -109,7 +110,7 @@ class TlsServerTests(TestCase):
     def test_disabled_refuses_tls(self):  # type: ignore[no-untyped-def]
         """Disabled closes a TLS hello; plaintext works."""
         yield self.serve("disabled")
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(self.client_settings()))
         self.assertEqual((yield self.echo(self.client(None))).body, b"hi")
         self.flushLoggedErrors()
@@ -119,10 +120,10 @@ class TlsServerTests(TestCase):
         """With require + authClient: no certificate, or one from another CA, is refused."""
         yield self.serve("enforcing", self.server_settings(**{"tls.server.need.client.auth": "require",
                                                               "tls.server.authClient": "true"}))
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(self.client_settings(cert=False)))
         stranger = self.stranger_settings()
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(stranger))
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
         self.flushLoggedErrors()
@@ -143,13 +144,13 @@ class TlsServerTests(TestCase):
                                                               "tls.server.authClient": "true"}))
         old = self.client_settings(**{"tls.client.certPath": self.path("old-client.pem"),
                                       "tls.client.keyPath": self.path("old-client.key")})
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(old))
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
         # A client that checks the server refuses a server certificate past its date.
         yield self.serve("enforcing", self.server_settings(**{"tls.server.certPath": self.path("old-server.pem"),
                                                               "tls.server.keyPath": self.path("old-server.key")}))
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(self.client_settings()))
         self.flushLoggedErrors()
 
@@ -164,7 +165,7 @@ class TlsServerTests(TestCase):
             f.write(wrong.key_pem())
         yield self.serve("enforcing", self.server_settings(**{"tls.server.certPath": self.path("wrong.pem"),
                                                               "tls.server.keyPath": self.path("wrong.key")}))
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(self.client_settings()))
         relaxed = self.client_settings(**{"tls.client.verifyHostname": "false"})
         self.assertEqual((yield self.echo(self.client(relaxed))).body, b"hi")
@@ -172,7 +173,10 @@ class TlsServerTests(TestCase):
 
     @defer.inlineCallbacks
     def test_reload(self):  # type: ignore[no-untyped-def]
-        """A new pair serves new connections once both files changed; old connections keep going; a bad pair is refused."""
+        """
+        A new pair serves new connections once both files changed; old connections keep
+        going; a bad pair is refused.
+        """
         yield self.serve("enforcing")
         first = self.client(self.client_settings())
         yield self.echo(first)
@@ -252,7 +256,7 @@ class TlsServerTests(TestCase):
         settings = self.server_settings(**{"tls.server.need.client.auth": "require"})
         yield self.serve("enforcing", settings)
         self.assertTrue(self.tls.uses_pyopenssl)  # the one configuration stdlib ssl cannot express
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(self.client_settings(cert=False)))
         stranger = self.stranger_settings()
         self.assertEqual((yield self.echo(self.client(stranger))).body, b"hi")
@@ -267,7 +271,7 @@ class TlsServerTests(TestCase):
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=False)))).body, b"hi")
         self.assertEqual((yield self.echo(self.client(self.client_settings(cert=True)))).body, b"hi")
         stranger = self.stranger_settings()
-        with self.assertRaises(Exception):
+        with self.assertRaises(RemotingConnectError):
             yield self.echo(self.client(stranger))
         self.flushLoggedErrors()
 

@@ -133,7 +133,7 @@ class TlsTests(TestCase):
                     raw.sendall(outgoing.read())
                     chunk = raw.recv(1 << 16)
                     if not chunk:
-                        raise ConnectionError("closed during the handshake")
+                        raise ConnectionError("closed during the handshake") from None
                     incoming.write(chunk)
                 else:
                     raw.sendall(outgoing.read())

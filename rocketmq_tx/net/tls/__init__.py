@@ -19,4 +19,6 @@ from rocketmq_tx.net.tls.context import ReloadableServerTLS
 from rocketmq_tx.net.tls.memorybio import MemoryBioTLSProtocol
 from rocketmq_tx.net.tls.mode import DEFAULT_HANDSHAKE_TIMEOUT, TlsModeFactory
 
-__all__ = ["ReloadableServerTLS", "TlsModeFactory", "MemoryBioTLSProtocol", "client_creator", "DEFAULT_HANDSHAKE_TIMEOUT"]
+__all__ = [
+    "ReloadableServerTLS", "TlsModeFactory", "MemoryBioTLSProtocol", "client_creator", "DEFAULT_HANDSHAKE_TIMEOUT",
+]

@@ -21,9 +21,12 @@ def client_creator(settings: TlsSettings, host: str) -> interfaces.IOpenSSLClien
 
     :raises ConfigError: the configured files do not load.
     """
+    # CertificateOptions provides the interface; zope's implementer is no base class to mypy,
+    # hence the "type: ignore"s.
     s = settings
     if s["tls.test.mode.enable"]:
-        return twisted_ssl.CertificateOptions(verify=False, raiseMinimumTo=twisted_ssl.TLSVersion.TLSv1_2)
+        return twisted_ssl.CertificateOptions(
+            verify=False, raiseMinimumTo=twisted_ssl.TLSVersion.TLSv1_2)
     material = load_pem_material(s["tls.client.certPath"], s["tls.client.keyPath"], s["tls.client.keyPassword"],
                                  s["tls.client.trustCertPath"])
     client_cert = (twisted_ssl.PrivateCertificate.loadPEM(material.cert_chain + material.key)
@@ -32,7 +35,8 @@ def client_creator(settings: TlsSettings, host: str) -> interfaces.IOpenSSLClien
         kwargs = {}
         if client_cert is not None:
             kwargs = {"privateKey": client_cert.privateKey.original, "certificate": client_cert.original}
-        return twisted_ssl.CertificateOptions(verify=False, raiseMinimumTo=twisted_ssl.TLSVersion.TLSv1_2, **kwargs)
+        return twisted_ssl.CertificateOptions(
+            verify=False, raiseMinimumTo=twisted_ssl.TLSVersion.TLSv1_2, **kwargs)
     roots = [twisted_ssl.Certificate.loadPEM(pem) for pem in split_pem(material.trusted)]
     trust = twisted_ssl.trustRootFromCertificates(roots) if roots else twisted_ssl.platformTrust()
     if s["tls.client.verifyHostname"]:
@@ -40,5 +44,5 @@ def client_creator(settings: TlsSettings, host: str) -> interfaces.IOpenSSLClien
     kwargs = {}
     if client_cert is not None:
         kwargs = {"privateKey": client_cert.privateKey.original, "certificate": client_cert.original}
-    return twisted_ssl.CertificateOptions(verify=True, caCerts=[r.original for r in roots], raiseMinimumTo=twisted_ssl.TLSVersion.TLSv1_2,
-                                  **kwargs)
+    return twisted_ssl.CertificateOptions(
+        verify=True, caCerts=[r.original for r in roots], raiseMinimumTo=twisted_ssl.TLSVersion.TLSv1_2, **kwargs)

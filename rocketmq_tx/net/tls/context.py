@@ -24,6 +24,7 @@ import tempfile
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from OpenSSL import SSL, crypto
 from twisted.internet import interfaces
 from twisted.internet.interfaces import IReactorTime
@@ -92,6 +93,11 @@ def _load_cert_chain(ctx: ssl.SSLContext, material: PemMaterial, memfd: bool = h
         os.unlink(path)
 
 
+#: The private keys pyOpenSSL's ``Context.use_privatekey`` takes.
+_PYOPENSSL_KEY_TYPES = (dsa.DSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey,
+                        ed448.Ed448PrivateKey, rsa.RSAPrivateKey)
+
+
 def _pyopenssl_server_context(settings: TlsSettings, material: PemMaterial) -> SSL.Context:
     ctx = SSL.Context(SSL.TLS_METHOD)
     ctx.set_min_proto_version(SSL.TLS1_2_VERSION)
@@ -102,7 +108,10 @@ def _pyopenssl_server_context(settings: TlsSettings, material: PemMaterial) -> S
     ctx.use_certificate(certs[0])
     for extra in certs[1:]:
         ctx.add_extra_chain_cert(extra)
-    ctx.use_privatekey(serialization.load_pem_private_key(material.key, None))
+    key = serialization.load_pem_private_key(material.key, None)
+    if not isinstance(key, _PYOPENSSL_KEY_TYPES):
+        raise TypeError("Unsupported key type")  # pyOpenSSL's own refusal (use_privatekey's)
+    ctx.use_privatekey(key)
     ctx.check_privatekey()
     # Only for _unverified_client_certs: Java's insecure trust manager with
     # ClientAuth.OPTIONAL or REQUIRE.

@@ -9,9 +9,12 @@ plaintext: +49 µs with pyOpenSSL, +25 µs with this; ``docs/benchmarks.md``).
 from __future__ import annotations
 
 import ssl
+from collections.abc import Iterable
+from typing import Protocol as TypingProtocol
 
-from twisted.internet.interfaces import ITransport
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.address import IPv4Address, IPv6Address
+from twisted.internet.interfaces import IAddress, ITCPTransport, ITransport
+from twisted.internet.protocol import Factory, Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
@@ -21,6 +24,16 @@ from rocketmq_tx.net.tls.context import ReloadableServerTLS
 __all__ = ["MemoryBioTLSProtocol", "MemoryBioTLSFactory"]
 
 log = Logger()
+
+
+class _Application(TypingProtocol):
+    """What this layer needs of the application protocol (what a ``Factory`` builds)."""
+
+    def makeConnection(self, transport: ITransport) -> None: ...
+
+    def dataReceived(self, data: bytes) -> None: ...
+
+    def connectionLost(self, reason: Failure) -> None: ...
 
 
 @implementer(ITransport)
@@ -35,7 +48,10 @@ class MemoryBioTLSProtocol(Protocol):
     or a bad record closes this connection with one log line.
     """
 
-    def __init__(self, tls: ReloadableServerTLS, app: Protocol) -> None:
+    #: The socket's, set by makeConnection before anything below runs.
+    transport: ITCPTransport
+
+    def __init__(self, tls: ReloadableServerTLS, app: _Application) -> None:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
         self._tls = tls.server_object(self._incoming, self._outgoing)
@@ -113,7 +129,7 @@ class MemoryBioTLSProtocol(Protocol):
             return
         self.transport.write(self._outgoing.read())
 
-    def writeSequence(self, data: list[bytes]) -> None:
+    def writeSequence(self, data: Iterable[bytes]) -> None:
         self.write(b"".join(data))
 
     def loseConnection(self) -> None:
@@ -134,16 +150,16 @@ class MemoryBioTLSProtocol(Protocol):
         self._closed = True
         self.transport.abortConnection()
 
-    def getPeer(self) -> object:
+    def getPeer(self) -> IPv4Address | IPv6Address:
         return self.transport.getPeer()
 
-    def getHost(self) -> object:
+    def getHost(self) -> IPv4Address | IPv6Address:
         return self.transport.getHost()
 
     def setTcpNoDelay(self, enabled: bool) -> None:
         self.transport.setTcpNoDelay(enabled)
 
-    def connectionLost(self, reason: Failure = None) -> None:  # type: ignore[assignment]
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         self._closed = True
         self.connected = False
         self.app.connectionLost(reason)
@@ -156,6 +172,6 @@ class MemoryBioTLSFactory:
         self.tls = tls
         self.app_factory = app_factory
 
-    def buildProtocol(self, addr: object) -> MemoryBioTLSProtocol | None:
+    def buildProtocol(self, addr: IAddress | None) -> MemoryBioTLSProtocol | None:
         app = self.app_factory.buildProtocol(addr)
         return MemoryBioTLSProtocol(self.tls, app) if app is not None else None

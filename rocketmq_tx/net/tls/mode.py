@@ -9,9 +9,11 @@ time, or fails, closes that connection only, with one log line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from OpenSSL import SSL
-from twisted.internet.interfaces import IReactorTime
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.interfaces import IAddress, IDelayedCall, IReactorTime, ITCPTransport
+from twisted.internet.protocol import Factory, Protocol, connectionDone
 from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory, TLSMemoryBIOProtocol
 from twisted.python.failure import Failure
@@ -32,16 +34,20 @@ DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 class _TlsModeProtocol(Protocol):
     """Owns the socket; decides on the first byte, then forwards everything to the chosen protocol."""
 
-    def __init__(self, factory: TlsModeFactory, addr: object) -> None:
+    #: The socket's, set by makeConnection before anything below runs.
+    transport: ITCPTransport
+
+    def __init__(self, factory: TlsModeFactory, addr: IAddress | None) -> None:
         self.factory = factory
         self.addr = addr
         self.inner: Protocol | None = None
-        self._timer = None
+        self._timer: IDelayedCall | None = None
         self._tls = False
-        self._flush_now = None
+        self._flush_now: Callable[[], None] | None = None
 
     def connectionMade(self) -> None:
-        self.peer = f"{getattr(self.transport.getPeer(), 'host', '?')}:{getattr(self.transport.getPeer(), 'port', '?')}"
+        peer = self.transport.getPeer()
+        self.peer = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         # Our own TCP transport's (rocketmq_tx.net.transport); other transports write as usual.
         self._flush_now = self.transport.flush_now if isinstance(self.transport, ImmediateWrite) else None
 
@@ -93,7 +99,7 @@ class _TlsModeProtocol(Protocol):
                      seconds=self.factory.handshake_timeout)
             self.transport.abortConnection()
 
-    def connectionLost(self, reason: Failure = None) -> None:  # type: ignore[assignment]
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
         self._timer = None
@@ -121,6 +127,7 @@ class TlsModeFactory(Factory):
         self.handshake_timeout = handshake_timeout
         self.tls_factory: TLSMemoryBIOFactory | MemoryBioTLSFactory | None = None
         if creator is not None and creator.uses_pyopenssl:
+            # (zope: implementer is no base class, for the creator and the factory)
             self.tls_factory = TLSMemoryBIOFactory(creator, False, app_factory, clock=clock)
             # Twisted's default (BufferingTLSTransport) holds every write until the next
             # reactor turn to merge small ones; a response here is already one write of a
@@ -129,7 +136,7 @@ class TlsModeFactory(Factory):
         elif creator is not None:
             self.tls_factory = MemoryBioTLSFactory(creator, app_factory)
 
-    def buildProtocol(self, addr: object) -> _TlsModeProtocol:
+    def buildProtocol(self, addr: IAddress | None) -> _TlsModeProtocol:
         return _TlsModeProtocol(self, addr)
 
     def startFactory(self) -> None:

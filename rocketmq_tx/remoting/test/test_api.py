@@ -21,7 +21,8 @@ MQ = MessageQueue("T", "broker-a", 2)
 IDS = UniqueKeyGenerator(ip="10.0.0.1", pid=7, class_loader_hash=1)
 
 
-def respond(code: int, ext: dict[str, str] | None = None, body: bytes = b"", remark: str | None = None) -> RemotingCommand:
+def respond(code: int, ext: dict[str, str] | None = None, body: bytes = b"",
+            remark: str | None = None) -> RemotingCommand:
     return RemotingCommand.request(0).make_response(code, remark, ext, body)
 
 
@@ -273,7 +274,8 @@ class ResetOffsetBodyTests(SynchronousTestCase):
     def test_bean_keys_and_to_string_keys(self) -> None:
         body = (b'{"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:7,'
                 b'"MessageQueue [topic=T, brokerName=b, queueId=2]":9}}')
-        self.assertEqual(api.parse_reset_offset_body(body), {MessageQueue("T", "b", 1): 7, MessageQueue("T", "b", 2): 9})
+        self.assertEqual(api.parse_reset_offset_body(body),
+                         {MessageQueue("T", "b", 1): 7, MessageQueue("T", "b", 2): 9})
         self.assertEqual(api.parse_reset_offset_body(b""), {})
 
 

@@ -149,7 +149,8 @@ class RouteTests(Base):
         self.assertEqual(response.code, ResponseCode.SUCCESS)
         self.assertEqual(self.route_reads("T"), 1)
         gone = MessageQueue("T", "broker-z", 0)
-        self.assertRaises(MQClientError, self.drive, sendapi.broker_call(self.routes, gone, get_max_offset_request(gone)))
+        self.assertRaises(MQClientError, self.drive,
+                          sendapi.broker_call(self.routes, gone, get_max_offset_request(gone)))
 
 
 class Producer(sendapi.ProducerBase):

@@ -63,7 +63,8 @@ class RocketMQHeaderTests(SynchronousTestCase):
     def test_duplicate_keys_last_wins(self) -> None:
         """A key written twice (Java's fast encoder after makeCustomHeaderToNet) keeps the last value."""
         entries = bytes.fromhex("0001" "61" "00000001" "31" "0001" "61" "00000001" "32")
-        header = bytes.fromhex("000a" "00" "0000" "00000001" "00000000" "00000000") + len(entries).to_bytes(4, "big") + entries
+        header = (bytes.fromhex("000a" "00" "0000" "00000001" "00000000" "00000000")
+                  + len(entries).to_bytes(4, "big") + entries)
         self.assertEqual(decode_rocketmq_header(header, b"").ext_fields, {"a": "2"})
 
     def test_zero_length_strings_absent(self) -> None:
@@ -160,8 +161,12 @@ class JSONHeaderTests(SynchronousTestCase):
         self.assertEqual(cmd.ext_fields, {'{"k":1}': "v", "a": '{{"x":1}:2}'})
 
     def test_lone_surrogate_escape(self) -> None:
-        """An escaped lone surrogate, even nested, decodes to encodable text (was a UnicodeEncodeError; found by fuzzing)."""
-        cmd = decode_json_header(b"{code:1,flag:0,opaque:2,remark:'\\ud800',extFields:{a:{b:'\\udc00'},c:'\\ud800'}}", b"")
+        """
+        An escaped lone surrogate, even nested, decodes to encodable text (was a
+        UnicodeEncodeError; found by fuzzing).
+        """
+        cmd = decode_json_header(b"{code:1,flag:0,opaque:2,remark:'\\ud800',extFields:{a:{b:'\\udc00'},c:'\\ud800'}}",
+                                 b"")
         self.assertEqual((cmd.remark, cmd.ext_fields), ("?", {"a": '{"b":"?"}', "c": "?"}))
 
     def test_missing_required(self) -> None:
@@ -173,7 +178,8 @@ class JSONHeaderTests(SynchronousTestCase):
 
     def test_garbage(self) -> None:
         """Not JSON, not an object, bad UTF-8: RemoteProtocolError."""
-        for text in [b"", b"[1,2]", b"\xff\xfe", b'{"code":1,', b"{" * 5000, b'"str"', b'{"code":1,"flag":0,"opaque":1,"extFields":[1]}']:
+        for text in [b"", b"[1,2]", b"\xff\xfe", b'{"code":1,', b"{" * 5000, b'"str"',
+                     b'{"code":1,"flag":0,"opaque":1,"extFields":[1]}']:
             with self.subTest(text=text[:20]):
                 self.assertRaises(RemoteProtocolError, decode_json_header, text, b"")
 

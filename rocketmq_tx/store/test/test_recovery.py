@@ -130,7 +130,7 @@ class RecoveryTests(SynchronousTestCase):
         s.simulate_crash()
         cut = min(cut, end)
         rng = random.Random(seed)
-        path = os.path.join(root, "commitlog", "%020d" % (((end - 1) // (64 * 1024)) * 64 * 1024))
+        path = os.path.join(root, "commitlog", f"{((end - 1) // (64 * 1024)) * 64 * 1024:020d}")
         pos_in_file = (end - 1) % (64 * 1024) + 1
         with open(path, "r+b") as fh:
             start = max(0, pos_in_file - cut)

@@ -163,7 +163,7 @@ class SyncFlusherTests(SynchronousTestCase):
                 f.add_file(self.fds[i], i * SIZE, (i + 1) * SIZE)
             errors: list[BaseException] = []
 
-            def run(fn, *args) -> None:
+            def run(fn, *args, errors: list[BaseException] = errors) -> None:
                 try:
                     fn(*args)
                 except RuntimeError as e:  # start() after a stop(): refused

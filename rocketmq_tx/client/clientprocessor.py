@@ -1,0 +1,92 @@
+# -*- test-case-name: rocketmq_tx.client.test.test_push,rocketmq_tx.client.test.test_litepull -*-
+"""
+:class:`ClientRemotingProcessor` (Java's ``ClientRemotingProcessor``): the requests a broker
+sends to the consumers of a client instance, one processor per instance:
+
+* NOTIFY_CONSUMER_IDS_CHANGED (40, oneway): the named group's member rebalances now;
+* RESET_CONSUMER_CLIENT_OFFSET (220, oneway): mqadmin ``resetOffsetByTime`` reaching a
+  running push consumer, which moves its queues;
+* GET_CONSUMER_RUNNING_INFO (307): mqadmin ``consumerStatus``, relayed by a broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from twisted.internet.defer import Deferred
+
+from rocketmq_tx.client.instance import MQClientInstance
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.message import MessageQueue
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode, api
+
+__all__ = ["ClientRemotingProcessor", "GroupMember", "PushMember"]
+
+
+class GroupMember(Protocol):
+    """A consumer that shares its topics' queues with its group (push, or lite-pull subscribing)."""
+
+    running: bool
+
+    def rebalance(self) -> Deferred[None]: ...
+
+
+class PushMember(GroupMember, Protocol):
+    """A push consumer: it can also be moved and described."""
+
+    def reset_offset(self, offsets: dict[MessageQueue, int]) -> Deferred[None]: ...
+
+    def running_info(self) -> dict[str, Any]: ...
+
+
+class ClientRemotingProcessor(HandlerProcessor):
+    """
+    :ivar members: group -> its member on this instance.
+    :ivar push_members: group -> its push consumer on this instance.
+    """
+
+    def __init__(self) -> None:
+        self.members: dict[str, GroupMember] = {}
+        self.push_members: dict[str, PushMember] = {}
+        self.handlers = {
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self.notify_consumer_ids_changed,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self.reset_offset,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
+        }
+
+    @classmethod
+    def of(cls, instance: MQClientInstance) -> ClientRemotingProcessor:
+        """*instance*'s processor, registered for its codes on first use."""
+        found = instance.processors.lookup(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED)
+        if isinstance(found, cls):
+            return found
+        processor = cls()
+        instance.processors.register_handlers(processor)
+        return processor
+
+    def add(self, group: str, member: GroupMember) -> None:
+        self.members[group] = member
+
+    def add_push(self, group: str, member: PushMember) -> None:
+        self.members[group] = self.push_members[group] = member
+
+    def notify_consumer_ids_changed(self, ctx: IRemotingContext, request: RemotingCommand) -> None:
+        member = self.members.get(request.ext_fields.get("consumerGroup", ""))
+        if member is not None and member.running:
+            member.rebalance()
+
+    def reset_offset(self, ctx: IRemotingContext, request: RemotingCommand) -> None:
+        member = self.push_members.get(request.ext_fields.get("group", ""))
+        if member is not None and member.running:
+            offsets = api.parse_reset_offset_body(request.body)
+            topic = request.ext_fields.get("topic")
+            member.reset_offset({mq: off for mq, off in offsets.items() if topic is None or mq.topic == topic})
+
+    def get_consumer_running_info(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        group = request.ext_fields.get("consumerGroup", "")
+        member = self.push_members.get(group)
+        if member is None or not member.running:
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         f"The Consumer Group <{group}> not exist in this consumer")
+        return request.make_response(body=fastjson.dumps(member.running_info()))
