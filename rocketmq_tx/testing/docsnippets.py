@@ -191,12 +191,16 @@ GIVEN = {
     "docs/client.md": '''
 import time
 from twisted.internet import reactor
+from rocketmq_tx.blocking import BlockingAdmin as _Admin
 from rocketmq_tx.blocking import BlockingProducer as _Producer, BlockingPullClient as _PullClient
 from rocketmq_tx.client import PushConsumer as _PushConsumer
-from rocketmq_tx.common.message import Message
+from rocketmq_tx.common.message import Message, MessageQueue as _MQ
+from rocketmq_tx.common.route import TopicConfig as _TopicConfig
 
 msg = Message("OrderTopic", b"payload", properties={"TAGS": "TagA", "KEYS": "order-1001"})
 m1, m2, m3 = (Message("OrderTopic", b"m%d" % i, properties={"TAGS": "TagA"}) for i in (1, 2, 3))
+with _Admin(NAMESRV) as _admin:                           # the topic as the admin excerpt makes it
+    _admin.create_topic_in_cluster("DefaultCluster", _TopicConfig("OrderTopic", 8, 8))
 with _Producer("docs-given", NAMESRV) as _producer:      # the topic exists, with one message
     _sent = _producer.send(msg)
 mq = _sent.message_queue
@@ -206,7 +210,8 @@ timestamp_ms = ts = int(time.time() * 1000) - 60_000
 # admin excerpt's examine_consumer_connection_info
 _group = _PullClient("my-group", NAMESRV)
 _group.send_heartbeat(["OrderTopic"])                     # (the broker creates %RETRY%my-group)
-_group.commit_offset(mq, 0)
+for _q in range(8):                                      # an offset on every queue: reset_offset_new
+    _group.commit_offset(_MQ("OrderTopic", mq.broker_name, _q), 0)   # needs one, as Java's does
 _deadline = time.monotonic() + 30
 while True:                                               # until the name server has its route
     try:
