@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from rocketmq_tx.acl import AclClientRPCHook, SessionCredentials, credentials_from
 from rocketmq_tx.blocking.connection import BlockingRemotingClient
+from rocketmq_tx.blocking.trace import BlockingTraceDispatcher
 from rocketmq_tx.common.clientroute import (
     POLL_NAME_SERVER_INTERVAL,
     NameServerList,
@@ -28,7 +29,7 @@ from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.msgid import decode_offset_msg_id
 from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import api, sendapi
-from rocketmq_tx.remoting.api import MQClientError, PullResult, SubscriptionData
+from rocketmq_tx.remoting.api import MessageSelector, MQClientError, PullResult, SubscriptionData
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, run_plan
 from rocketmq_tx.remoting.sendapi import MessageQueueSelector, ProducerBase
@@ -212,26 +213,44 @@ class BlockingProducer(ProducerBase):
         ``max_message_size``, ``default_topic_queue_nums`` (see ``ProducerBase``).
     :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
         (and *security_token*), or with one ``credentials``.
+    :param enable_msg_trace: Java's ``enableMsgTrace``: a Pub trace record per answered send,
+        sent to *trace_topic* (default ``RMQ_SYS_TRACE_TOPIC``) after a later send or at
+        :meth:`close` (:mod:`rocketmq_tx.blocking.trace`).
     """
 
     def __init__(self, group: str, namesrv_addr: str, *, send_timeout: float = 3.0, client_id: str | None = None,
                  tls: TlsSettings | None = None, access_key: str | None = None, secret_key: str | None = None,
                  security_token: str | None = None, credentials: SessionCredentials | None = None,
-                 **settings: Any) -> None:
+                 enable_msg_trace: bool = False, trace_topic: str | None = None, **settings: Any) -> None:
         self.client = BlockingMQClient.create(namesrv_addr, timeout=send_timeout, client_id=client_id, tls=tls,
                                               access_key=access_key, secret_key=secret_key,
                                               security_token=security_token, credentials=credentials)
         super().__init__(group, self.client.route_table, send_timeout=send_timeout, **settings)
+        self.trace_topic = trace_topic
+        self.trace_dispatcher = BlockingTraceDispatcher(self.client, group, trace_topic) \
+            if enable_msg_trace else None
+        if self.trace_dispatcher is not None:
+            self.send_trace = self.trace_dispatcher.on_send
 
     def _run(self, plan: Plan[T]) -> T:
-        return self.client.run(plan)
+        try:
+            return self.client.run(plan)
+        finally:
+            if self.trace_dispatcher is not None:
+                self.trace_dispatcher.send_due()
+
+    def flush_traces(self) -> None:
+        """Send the trace records waiting now (``close()`` does it too)."""
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.flush()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"group": self.group, "namesrv_addr": self.client.namesrv_addr, "send_timeout": self.send_timeout,
                 "retry_times_when_send_failed": self.retry_times_when_send_failed,
                 "compress_over": self.compress_over, "max_message_size": self.max_message_size,
                 "client_id": self.client._given_client_id, "default_topic_queue_nums": self.default_topic_queue_nums,
-                "tls": self.client.tls, "credentials": self.client.credentials}
+                "tls": self.client.tls, "credentials": self.client.credentials,
+                "enable_msg_trace": self.trace_dispatcher is not None, "trace_topic": self.trace_topic}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         type(self).__init__(self, state.pop("group"), state.pop("namesrv_addr"), **state)
@@ -243,8 +262,11 @@ class BlockingProducer(ProducerBase):
         self.close()
 
     def close(self) -> None:
-        """Close the connections."""
-        self.client.close()
+        """Send the trace records waiting (if tracing), then close the connections."""
+        try:
+            self.flush_traces()
+        finally:
+            self.client.close()
 
 
 class BlockingPullClient:
@@ -264,7 +286,7 @@ class BlockingPullClient:
         self.client = BlockingMQClient.create(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
                                               access_key=access_key, secret_key=secret_key,
                                               security_token=security_token, credentials=credentials)
-        self._subscriptions: dict[tuple[str, str], SubscriptionData] = {}
+        self._subscriptions: dict[tuple[str, MessageSelector], SubscriptionData] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"group": self.group, "namesrv_addr": self.client.namesrv_addr, "timeout": self.client.timeout,
@@ -288,18 +310,23 @@ class BlockingPullClient:
         """The topic's readable queues, sorted."""
         return self.client.fetch_queues(topic)
 
-    def _subscription(self, topic: str, expression: str) -> SubscriptionData:
-        key = (topic, expression)
+    def _subscription(self, topic: str, expression: str | MessageSelector) -> SubscriptionData:
+        key = (topic, MessageSelector.of(expression))
         sub = self._subscriptions.get(key)
         if sub is None:
-            sub = self._subscriptions[key] = SubscriptionData.build(topic, expression)
+            if len(self._subscriptions) >= 1024:  # callers that vary the expression: keep it bounded
+                self._subscriptions.clear()
+            sub = self._subscriptions[key] = SubscriptionData.of(topic, key[1])
         return sub
 
-    def pull(self, mq: MessageQueue, offset: int, max_nums: int = 32, sub_expression: str = "*", *,
-             timeout: float | None = None) -> PullResult:
+    def pull(self, mq: MessageQueue, offset: int, max_nums: int = 32,
+             sub_expression: str | MessageSelector = "*", *, timeout: float | None = None) -> PullResult:
         """
         Up to *max_nums* messages of *mq* from *offset* whose tag matches *sub_expression*
-        (``"*"`` or ``"TagA || TagB"``). Continue at ``result.next_begin_offset``.
+        (``"*"`` or ``"TagA || TagB"``), or that a :class:`~rocketmq_tx.remoting.api.MessageSelector`
+        selects (``MessageSelector.by_sql("a > 5")``: the broker evaluates it on each message's
+        properties, and answers PULL_RETRY_IMMEDIATELY, ``NO_MATCHED_MSG``, with the offset past
+        a stretch that does not match). Continue at ``result.next_begin_offset``.
 
         :raises MQBrokerError: the broker answered something other than found / not found /
             no match / offset illegal.
@@ -307,6 +334,21 @@ class BlockingPullClient:
         sub = self._subscription(mq.topic, sub_expression)
         request = api.pull_request(self.group, mq, offset, max_nums, sub)
         return api.parse_pull_response(self.client.invoke_broker(mq, request, timeout), mq, sub)
+
+    def check_selector(self, topic: str, selector: str | MessageSelector) -> None:
+        """
+        Ask a broker of *topic* whether it serves *selector* (CHECK_CLIENT_CONFIG, as Java's
+        consumers do at start): a TAG expression always passes.
+
+        :raises MQBrokerError: SYSTEM_ERROR when the broker filters by tags only
+            (``enablePropertyFilter=false``), SUBSCRIPTION_PARSE_FAILED for a malformed expression.
+        """
+        sub = self._subscription(topic, selector)
+        queues = self.fetch_queues(topic)
+        if sub.expression_type == api.TAG or not queues:
+            return
+        request = api.check_client_config_request(self.group, self.client.client_id, sub)
+        api.check_response(self.client.invoke_broker(queues[0], request))
 
     def max_offset(self, mq: MessageQueue) -> int:
         """One past the last message of *mq*."""

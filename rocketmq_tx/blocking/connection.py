@@ -6,16 +6,21 @@ A :class:`BlockingConnection` sends a request and reads frames until the respons
 the same opaque arrives or the deadline passes. Late responses to requests that timed
 out are dropped. Requests the server sends us (a broker asking its clients something)
 go to a handler registered by code; without one they get REQUEST_CODE_NOT_SUPPORTED,
-as a Java client without that processor would answer.
+as a Java client without that processor would answer. Such requests are read while a
+request waits for its answer, or by :meth:`BlockingConnection.poll` (a client waiting for
+its broker's transaction checks). A handler may send requests of its own on the
+connection it is serving (:data:`serving`), as a transactional producer answers a check.
 """
 
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from rocketmq_tx.remoting import (
@@ -34,7 +39,7 @@ from rocketmq_tx.remoting import (
 )
 from rocketmq_tx.tlsconfig import TlsSettings
 
-__all__ = ["BlockingConnection", "BlockingRemotingClient", "RequestHandler"]
+__all__ = ["BlockingConnection", "BlockingRemotingClient", "RequestHandler", "serving"]
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +48,16 @@ RequestHandler = Callable[[RemotingCommand], "RemotingCommand | None"]
 
 DEFAULT_TIMEOUT = 3.0
 
+#: The connection whose server-initiated request the running handler serves (``None`` outside one).
+serving: ContextVar[BlockingConnection | None] = ContextVar("serving", default=None)
+
 
 class BlockingConnection:
     """
     One TCP connection to *addr* (``host:port``), opened on first use.
 
-    Thread-safe: a lock serialises requests, so share one per thread for parallelism.
+    Thread-safe: a lock serialises requests, so share one per thread for parallelism. The
+    lock is reentrant, so a handler can send on the connection it serves.
 
     :param connect_timeout: seconds to establish the connection.
     :param handlers: code to handler for requests the server sends us.
@@ -77,7 +86,7 @@ class BlockingConnection:
         self._opaques = opaques or OpaqueSequence()
         self._sock: socket.socket | None = None
         self._decoder = FrameDecoder(max_frame_length)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __enter__(self) -> BlockingConnection:
         return self
@@ -145,6 +154,34 @@ class BlockingConnection:
                 self.rpc_hook(self.addr, request)
             self._send(encode_command(request, self.max_frame_length))
 
+    def poll(self, timeout: float) -> int:
+        """
+        Wait up to *timeout* seconds for what the server sends unasked, serve the requests
+        among it (late responses are dropped) and return how many were served; returns
+        as soon as something was read. A closed connection serves nothing.
+
+        :raises RemotingConnectError: the connection failed while reading (it is closed).
+        """
+        with self._lock:
+            if self._sock is None:
+                return 0
+            try:
+                commands = self._receive(time.monotonic() + timeout, timeout)
+            except RemotingTimeoutError:
+                return 0
+            served = 0
+            for cmd in commands:
+                if cmd.flag & RPC_TYPE_RESPONSE:
+                    log.debug("dropping late response %d from %s", cmd.opaque, self.addr)
+                else:
+                    self._serve(cmd)
+                    served += 1
+            return served
+
+    def fileno(self) -> int:
+        """The socket's descriptor, -1 when closed (for ``select``)."""
+        return self._sock.fileno() if self._sock is not None else -1
+
     def _send(self, frame: bytes) -> None:
         sock = self._socket()
         try:
@@ -188,11 +225,14 @@ class BlockingConnection:
         if handler is None:
             response: RemotingCommand | None = request.make_unsupported_response()
         else:
+            token = serving.set(self)
             try:
                 response = handler(request)
             except Exception as e:  # a handler bug must not kill the caller's request
                 log.exception("handler for request code %d failed", request.code)
                 response = request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+            finally:
+                serving.reset(token)
         if response is None or request.flag & RPC_ONEWAY or self._sock is None:
             return
         response.opaque = request.opaque
@@ -264,6 +304,31 @@ class BlockingRemotingClient:
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """See :meth:`BlockingConnection.invoke_oneway`."""
         self.connection(addr).invoke_oneway(request)
+
+    def poll(self, timeout: float) -> int:
+        """
+        Serve what the servers send unasked on the open connections for up to *timeout*
+        seconds (see :meth:`BlockingConnection.poll`); how many requests were served.
+        A connection that fails is closed and left out.
+        """
+        deadline = time.monotonic() + timeout
+        served = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            conns = [c for c in list(self._connections.values()) if c.is_open]
+            if not conns or remaining <= 0:
+                if not conns and remaining > 0:
+                    time.sleep(remaining)
+                return served
+            try:
+                readable, _, _ = select.select(conns, [], [], remaining)
+            except (OSError, ValueError):  # a socket closed under us: look again
+                continue
+            for conn in readable:
+                try:
+                    served += conn.poll(0.001)
+                except RemotingConnectError as e:
+                    log.warning("%s", e)
 
     def close(self) -> None:
         """Close every connection."""

@@ -17,7 +17,8 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from rocketmq_tx.common import fastjson
-from rocketmq_tx.common.message import MessageQueue
+from rocketmq_tx.common.message import MessageExt, MessageQueue
+from rocketmq_tx.common.messagecodec import encode_message
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.adminbodies import ResetOffsetBody, message_queue_from_key, message_queue_key
 from rocketmq_tx.remoting.headers.admin import (
@@ -25,6 +26,7 @@ from rocketmq_tx.remoting.headers.admin import (
     NotifyConsumerIdsChangedRequestHeader,
     ResetOffsetRequestHeader,
 )
+from rocketmq_tx.remoting.headers.transaction import CheckTransactionStateRequestHeader
 
 if TYPE_CHECKING:
     from rocketmq_tx.broker.controller import BrokerController
@@ -101,6 +103,18 @@ class Broker2Client:
         request = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                                           NotifyConsumerIdsChangedRequestHeader(group).to_ext_fields())
         self.send_oneway(channel, request)
+
+    def check_producer_transaction_state(self, group: str, channel: Hashable,
+                                         header: CheckTransactionStateRequestHeader, msg: MessageExt) -> bool:
+        """CHECK_TRANSACTION_STATE (39), oneway: ask a producer of *group* about a half message
+        (the body is the message as one record, Java ``MessageDecoder.encode(msg, false)``)."""
+        request = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header.to_ext_fields(),
+                                          encode_message(msg))
+        if self.send_oneway(channel, request):
+            return True
+        log.error("Check transaction failed because invoke producer exception. group={group}, msgId={id}",
+                  group=group, id=header.msg_id)
+        return False
 
     # ------------------------------------------------------------------ offset reset
 

@@ -11,13 +11,15 @@ A *channel* is whatever object stands for the connection (the broker passes its
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from rocketmq_tx.remoting.api import SubscriptionData
 
-__all__ = ["ClientChannelInfo", "ConsumerGroupInfo", "ConsumerManager", "ProducerManager", "CHANNEL_EXPIRED_TIMEOUT"]
+__all__ = ["ClientChannelInfo", "ConsumerGroupInfo", "ConsumerManager", "ProducerManager", "CHANNEL_EXPIRED_TIMEOUT",
+           "CompiledFilter", "ConsumerFilterManager", "is_tag_type"]
 
 CHANNEL_EXPIRED_TIMEOUT = 120_000
 
@@ -97,6 +99,100 @@ class ConsumerGroupInfo:
         return updated
 
 
+def is_tag_type(expression_type: str | None) -> bool:
+    """Java ``ExpressionType.isTagType``: absent, empty and ``TAG`` all mean tags."""
+    return not expression_type or expression_type == "TAG"
+
+
+class CompiledFilter(Protocol):
+    """What ``rocketmq_tx.filter.compile_sql92`` returns."""
+
+    @property
+    def tags(self) -> frozenset[str] | None: ...
+
+    def matches(self, properties: Mapping[str, str]) -> bool: ...
+
+
+def _compile_sql92(expression: str) -> CompiledFilter:
+    from rocketmq_tx.filter import compile_sql92  # the parser is only needed once SQL92 is used
+
+    return compile_sql92(expression)
+
+
+class FilterCompileError(Exception):
+    """A subscription's expression did not compile; ``str()`` is the parser's remark."""
+
+
+class ConsumerFilterManager:
+    """
+    Java ``ConsumerFilterManager`` without the bloom filter: each (group, topic) SQL92
+    subscription compiled once and kept while its expression stays the same (a new
+    expression from a heartbeat or a pull replaces it), the *capacity* most recently used
+    at most, so groups that come and go cannot grow memory. A failed compilation is kept
+    too (as its error), so a bad expression is not parsed again on every pull.
+
+    :param compiler: ``expression -> compiled filter``, raising on a malformed one
+        (``rocketmq_tx.filter.compile_sql92``; tests may pass their own).
+    """
+
+    def __init__(self, capacity: int = 4096,
+                 compiler: Callable[[str], CompiledFilter] | None = None) -> None:
+        self.capacity = capacity
+        self._compile = compiler or _compile_sql92
+        self._table: OrderedDict[tuple[str, str], tuple[str, str, CompiledFilter | FilterCompileError]] = \
+            OrderedDict()
+        self.compilations = 0
+
+    def get(self, group: str, topic: str, expression_type: str, expression: str) -> CompiledFilter:
+        """
+        The compiled filter of *group*'s subscription to *topic*.
+
+        :raises FilterCompileError: the expression is malformed, or its type is neither TAG
+            nor SQL92 (Java's ``FilterFactory`` knows no other).
+        """
+        key = (group, topic)
+        table = self._table
+        entry = table.get(key)
+        if entry is not None and entry[0] == expression_type and entry[1] == expression:
+            table.move_to_end(key)
+            compiled = entry[2]
+        else:
+            compiled = self._build(expression_type, expression)
+            table[key] = (expression_type, expression, compiled)
+            table.move_to_end(key)
+            while len(table) > self.capacity:
+                table.popitem(last=False)
+        if isinstance(compiled, FilterCompileError):
+            raise compiled
+        return compiled
+
+    def _build(self, expression_type: str, expression: str) -> CompiledFilter | FilterCompileError:
+        self.compilations += 1
+        if expression_type != "SQL92":
+            return FilterCompileError(f"expression type {expression_type} is not supported")
+        try:
+            return self._compile(expression)
+        except Exception as e:  # FilterExpressionError; anything else is a parser bug, refused the same way
+            return FilterCompileError(str(e))
+
+    def register(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
+        """A heartbeat's subscriptions: compile the non-TAG ones now (errors show at the pull)."""
+        for sub in subscriptions:
+            if not is_tag_type(sub.expression_type) and sub.sub_string:
+                try:
+                    self.get(group, sub.topic, sub.expression_type, sub.sub_string)
+                except FilterCompileError:
+                    pass
+
+    def unregister(self, group: str) -> None:
+        """The group has no client left: forget its filters."""
+        for key in [k for k in self._table if k[0] == group]:
+            del self._table[key]
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
 class ConsumerManager:
     """:param listener: told about membership changes (the broker notifies the clients)."""
 
@@ -106,6 +202,8 @@ class ConsumerManager:
         self.now_ms = now_ms
         self.channel_expired_timeout = channel_expired_timeout
         self.consumer_table: dict[str, ConsumerGroupInfo] = {}
+        #: Compiled SQL92 subscriptions (Java keeps them in its ConsumerFilterManager).
+        self.filters = ConsumerFilterManager()
 
     def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
         return self.consumer_table.get(group)
@@ -130,6 +228,7 @@ class ConsumerManager:
         r2 = info.update_subscription(subs, now)
         if (r1 or r2) and notify:
             self.listener("CHANGE", group, info.all_channels())
+        self.filters.register(group, subs)
         self.listener("REGISTER", group, subs)
         return r1 or r2
 
@@ -140,6 +239,7 @@ class ConsumerManager:
         info.channel_info_table.pop(client.channel, None)
         if not info.channel_info_table:
             del self.consumer_table[group]
+            self.filters.unregister(group)
             self.listener("UNREGISTER", group, None)
         if notify:
             self.listener("CHANGE", group, info.all_channels())
@@ -150,6 +250,7 @@ class ConsumerManager:
                 continue
             if not info.channel_info_table:
                 del self.consumer_table[group]
+                self.filters.unregister(group)
                 self.listener("UNREGISTER", group, None)
             self.listener("CHANGE", group, info.all_channels())
 
@@ -164,6 +265,7 @@ class ConsumerManager:
                     removed += 1
             if not info.channel_info_table:
                 del self.consumer_table[group]
+                self.filters.unregister(group)
         return removed
 
     def query_topic_consume_by_who(self, topic: str) -> set[str]:
@@ -210,9 +312,43 @@ class ProducerManager:
                 del self.group_channel_table[group]
         return removed
 
+    def get_available_channel(self, group: str | None) -> Hashable | None:
+        """
+        Java ``getAvailableChannel``: one connected channel of *group*'s producers, taken in
+        turn (a counter over the group's channels, up to three tries past dead ones), for
+        CHECK_TRANSACTION_STATE; ``None`` when the group has none.
+        """
+        if group is None:
+            return None
+        channels = list(self.group_channel_table.get(group, ()))
+        if not channels:
+            return None
+        self._counter = (getattr(self, "_counter", 0) + 1) & 0x7FFFFFFF
+        index = self._counter % len(channels)
+        last_active = None
+        for _ in range(1 + GET_AVAILABLE_CHANNEL_RETRY_COUNT):
+            channel = channels[index]
+            if getattr(channel, "connected", True):
+                if _writable(channel):
+                    return channel
+                last_active = channel
+            index = (index + 1) % len(channels)
+        return last_active
+
     def find_channel(self, client_id: str) -> Hashable | None:
         for channels in self.group_channel_table.values():
             for channel, client in channels.items():
                 if client.client_id == client_id:
                     return channel
         return None
+
+
+#: ``ProducerManager.GET_AVAILABLE_CHANNEL_RETRY_COUNT``
+GET_AVAILABLE_CHANNEL_RETRY_COUNT = 3
+
+
+def _writable(channel: Hashable) -> bool:
+    """Netty's ``isWritable``: the connection's transport is not holding a backlog."""
+    transport = getattr(channel, "transport", None)
+    producer = getattr(transport, "producer", None)
+    return not getattr(producer, "paused", False)

@@ -14,6 +14,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.logger import Logger
 
 from rocketmq_tx.acl import AclError, PlainPermissionManager
+from rocketmq_tx.broker.broker2client import Broker2Client
 from rocketmq_tx.broker.clientmanager import ConsumerManager, ProducerManager
 from rocketmq_tx.broker.config import BrokerSettings, local_address
 from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
@@ -24,6 +25,12 @@ from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
 from rocketmq_tx.broker.topicconfig import OFFSET_MOVED_EVENT, TopicConfigManager
+from rocketmq_tx.broker.transaction import (
+    TransactionalMessageBridge,
+    TransactionalMessageCheckService,
+    TransactionalMessageService,
+    TransactionCheckListener,
+)
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.route import DataVersion
@@ -96,6 +103,15 @@ class BrokerController:
         self.boot_timestamp = self.now_ms()
         #: Java ``Configuration``'s DataVersion: bumped by UPDATE_BROKER_CONFIG, shown by GET_BROKER_CONFIG.
         self.config_data_version = DataVersion(0, self.boot_timestamp)
+        # Transactions (Java's TransactionalMessageService, its check listener and service);
+        # the broker service runs the check every transactionCheckInterval.
+        self.broker2client = Broker2Client(self)
+        self.transactional_message_bridge = TransactionalMessageBridge(self)
+        self.transactional_message_service = TransactionalMessageService(
+            self.transactional_message_bridge, self.now_ms, self.store_config.file_reserved_time)
+        self.transactional_message_check_listener = TransactionCheckListener(self, self.broker2client)
+        self.transactional_message_check_service = TransactionalMessageCheckService(
+            self.transactional_message_service, self.transactional_message_check_listener, settings, reactor)
         self._arrivals: list[tuple[str, int, int, int]] = []
         self._arrivals_scheduled = False
         store.message_arriving_listener = self._message_arriving
@@ -134,6 +150,7 @@ class BrokerController:
         self.store.start()
 
     def shutdown(self) -> None:
+        self.transactional_message_check_service.stop()
         self.pull_request_hold_service.shutdown()
         self.persister.mark_dirty("consumerOffset")
         self.persister.mark_dirty("delayOffset")

@@ -12,7 +12,7 @@ request has its own timer on the injected clock and the broker calls
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +68,9 @@ class PullRequestHoldService:
         self._waking: deque[PullRequest] = deque()
         self._draining = False
         self._drain_call: IDelayedCall | None = None
+        #: ``(topic, queue_id, offset) -> properties`` of a stored message, for held pulls whose
+        #: filter checks properties (SQL92; Java's listener is handed them by the dispatch).
+        self.properties_at: Callable[[str, int, int], Mapping[str, str] | None] | None = None
 
     def can_hold(self, channel: Hashable) -> bool:
         """Whether one more pull of *channel* may be parked."""
@@ -122,12 +125,20 @@ class PullRequestHoldService:
         if not requests:
             return
         ready = []
+        properties: Mapping[str, str] | None | object = _ABSENT
         for pr in requests:
             if max_offset <= pr.pull_from_this_offset:
                 continue
             flt = pr.message_filter
             if tags_code is not None and flt is not None and not flt.is_matched_by_consume_queue(tags_code):
                 continue
+            by_log = getattr(flt, "is_matched_by_commit_log", None)
+            if by_log is not None and self.properties_at is not None:
+                # SQL92: only a message that matches wakes the pull (read once per arrival).
+                if properties is _ABSENT:
+                    properties = self.properties_at(topic, queue_id, max_offset - 1)
+                if not by_log(properties):
+                    continue
             ready.append(pr)
         for pr in ready:
             self._remove(pr)

@@ -16,7 +16,6 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from rocketmq_tx.acl import WATCH_INTERVAL as ACL_WATCH_INTERVAL
-from rocketmq_tx.broker.broker2client import Broker2Client
 from rocketmq_tx.broker.config import BrokerSettings
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI, namesrv_addresses
@@ -76,7 +75,7 @@ class BrokerService(service.MultiService):
         self.controller = c = BrokerController(settings, reactor)
         # The controller's register_increment/register_all (and on_topic_created) land here.
         self.registrar = c.registrar = BrokerRegistrar(reactor, settings, c, lambda: self.outer_api)
-        c.notify_consumer_ids_changed = Broker2Client(c).notify_consumer_ids_changed
+        c.notify_consumer_ids_changed = c.broker2client.notify_consumer_ids_changed
         tls = tls or TlsSettings({"tls.server.mode": TlsMode.DISABLED})
         if tls.mode != TlsMode.DISABLED and tls_context is None:
             tls_context = ReloadableServerTLS(tls)
@@ -113,6 +112,9 @@ class BrokerService(service.MultiService):
         _timer(10.0, lambda: c.persister.mark_dirty("delayOffset"), reactor, self, now=False)
         _timer(10.0, self._scan_channels, reactor, self, now=False)
         _timer(c.store_config.clean_resource_interval / 1000.0, self._clean, reactor, self, now=False)
+        # Java's TransactionalMessageCheckService: a pass every transactionCheckInterval, in
+        # slices of a few ms per reactor turn; the first one interval after the start.
+        _timer(settings["transactionCheckInterval"] / 1000.0, self._check_transactions, reactor, self, now=False)
 
     def use_namesrv_tls(self, tls: TlsSettings) -> None:
         """Register with the name servers over TLS with these settings (before start)."""
@@ -183,6 +185,13 @@ class BrokerService(service.MultiService):
             self.controller.schedule_message_service.deliver_due()
         except Exception:
             log.failure("delay-level delivery failed")
+
+    def _check_transactions(self) -> None:
+        if self.controller.store.shutdown_flag:
+            return
+        # Not returned: the TimerService would wait for the pass before its next interval,
+        # and a pass still running is simply not started twice.
+        self.controller.transactional_message_check_service.tick()
 
     def _persist_offsets(self) -> None:
         """Every ``flushConsumerOffsetInterval``: consumerOffset.json, written in a thread by

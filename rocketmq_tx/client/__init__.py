@@ -17,9 +17,11 @@ from rocketmq_tx.client.litepull import (
 )
 from rocketmq_tx.client.producer import Producer
 from rocketmq_tx.client.push import ConsumeStatus, PushConsumer
+from rocketmq_tx.client.transaction import TransactionProducer
 from rocketmq_tx.common.message import Message, MessageExt, MessageQueue
 from rocketmq_tx.remoting.api import MQClientError, PullResult, PullStatus, SendResult, SendStatus
 from rocketmq_tx.remoting.errors import MQBrokerError
+from rocketmq_tx.remoting.transactionapi import LocalTransactionState, TransactionSendResult
 
 __all__ = [
     "CONSUME_FROM_FIRST_OFFSET",
@@ -27,6 +29,7 @@ __all__ = [
     "CONSUME_FROM_TIMESTAMP",
     "ConsumeStatus",
     "LitePullConsumer",
+    "LocalTransactionState",
     "MQAdmin",
     "MQBrokerError",
     "MQClientError",
@@ -40,4 +43,6 @@ __all__ = [
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "TransactionProducer",
+    "TransactionSendResult",
 ]

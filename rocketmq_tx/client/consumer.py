@@ -17,17 +17,22 @@ from typing import Any, Self, TypedDict, Unpack
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IReactorTime
 from twisted.internet.task import LoopingCall, deferLater
+from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.client.instance import InstanceUser, MQClientInstance
 from rocketmq_tx.client.offsets import OffsetStore, RemoteBrokerOffsetStore
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.remoting import RemotingCommand, api
-from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, ConsumerData
+from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, TAG, ConsumerData
+from rocketmq_tx.remoting.errors import MQBrokerError
 from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["ConsumerBase", "InstanceOptions", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET",
            "CONSUME_FROM_TIMESTAMP", "CLUSTERING", "BROADCASTING", "sleep"]
+
+log = Logger()
 
 CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
 CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
@@ -111,6 +116,40 @@ class ConsumerBase(InstanceUser):
             self.consume_timestamp_ms = int((self.now() - DEFAULT_CONSUME_TIMESTAMP_AGO) * 1000)
         self.instance.register_consumer(self.group, self._consumer_data)
         InstanceUser.start(self)
+        if any(sub.expression_type != TAG for sub in self._consumer_data().subscriptions):
+            self.check_subscriptions().addErrback(self._subscription_refused)
+
+    def check_subscriptions(self) -> Deferred[None]:
+        """
+        Java ``checkClientInBroker``: ask one broker of each topic subscribed with an SQL92
+        selector whether it serves it (CHECK_CLIENT_CONFIG). :meth:`start` does this itself
+        and stops the consumer when a broker refuses, as Java's ``start()`` fails.
+
+        :raises MQBrokerError: the refusal (SYSTEM_ERROR when the broker filters by tags
+            only, SUBSCRIPTION_PARSE_FAILED for a malformed expression).
+        """
+        return Deferred.fromCoroutine(self._check_subscriptions())
+
+    async def _check_subscriptions(self) -> None:
+        for sub in self._consumer_data().subscriptions:
+            if sub.expression_type == TAG:
+                continue
+            route = await self.instance.route(sub.topic)
+            if not route.broker_datas:
+                continue
+            mq = MessageQueue(sub.topic, route.broker_datas[0].broker_name, 0)
+            request = api.check_client_config_request(self.group, self.instance.client_id, sub)
+            api.check_response(await self.instance.invoke_broker(mq, request))
+
+    def _subscription_refused(self, failure: Failure) -> None:
+        if not failure.check(MQBrokerError):  # no route or no answer: the pulls will tell
+            log.warn("consumer group {group}: subscriptions not checked: {error}", group=self.group,
+                     error=failure.getErrorMessage())
+            return
+        log.error("consumer group {group}: a broker refused the subscriptions ({error}); stopping",
+                  group=self.group, error=failure.getErrorMessage())
+        if self.running:
+            self.stop().addErrback(lambda f: log.warn("stop failed: {error}", error=f.getErrorMessage()))
 
     async def __aenter__(self) -> Self:
         self.start()

@@ -71,12 +71,18 @@ class ConsumeService:
             yield messages[i:i + size]
 
     async def call_listener(self, batch: list[MessageExt], failed: object) -> object:
-        """The listener's status for *batch*; *failed* when it raises (logged)."""
+        """The listener's status for *batch*; *failed* when it raises (logged). Traced when the consumer traces."""
+        tracer = self.consumer.trace_dispatcher
+        before = tracer.before_consume(batch) if tracer is not None else None
         try:
             status: object = await maybeDeferred(self.listener, batch)
         except Exception as e:
             log.warn("listener failed: {error}", error=e)
+            if tracer is not None and before is not None:
+                tracer.after_consume(before, batch, None, True)
             return failed
+        if tracer is not None and before is not None:
+            tracer.after_consume(before, batch, status, False)
         return status
 
     async def send_back(self, mq: MessageQueue, msg: MessageExt, delay_level: int = 0) -> None:

@@ -35,7 +35,7 @@ from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.rebalance import STRATEGIES
 from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import api
-from rocketmq_tx.remoting.api import ConsumerData, MQClientError, PullStatus, SubscriptionData
+from rocketmq_tx.remoting.api import ConsumerData, MessageSelector, MQClientError, PullStatus, SubscriptionData
 
 __all__ = ["LitePullConsumer", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"]
 
@@ -80,7 +80,7 @@ class LitePullConsumer(ConsumerBase):
         self._next = 0
         #: None until assign() or subscribe() chooses the mode (Java allows one of them only)
         self._mode: str | None = None
-        self._subscribed: dict[str, str] = {}
+        self._subscribed: dict[str, str | MessageSelector] = {}
         self.rebalance_impl = RebalanceImpl(self.instance, group, STRATEGIES[allocate])
         self._rebalancing = False
 
@@ -107,10 +107,10 @@ class LitePullConsumer(ConsumerBase):
         return ConsumerData(self.group, "CONSUME_ACTIVELY", "CLUSTERING", self.consume_from_where,
                             [self._subscription(t) for t in sorted(topics)])
 
-    def _subscription(self, topic: str, expression: str = "*") -> SubscriptionData:
+    def _subscription(self, topic: str, expression: str | MessageSelector = "*") -> SubscriptionData:
         sub = self._subscriptions.get(topic)
         if sub is None:
-            sub = self._subscriptions[topic] = SubscriptionData.build(topic, expression)
+            sub = self._subscriptions[topic] = SubscriptionData.of(topic, expression)
         return sub
 
     # ------------------------------------------------------------ assignment
@@ -127,12 +127,15 @@ class LitePullConsumer(ConsumerBase):
             raise MQClientError("Subscribe and assign are mutually exclusive.")
         self._mode = mode
 
-    def assign(self, queues: Iterable[MessageQueue], sub_expression: str = "*") -> None:
-        """Consume exactly *queues* from now on (with tags matching *sub_expression*)."""
+    def assign(self, queues: Iterable[MessageQueue], sub_expression: str | MessageSelector = "*") -> None:
+        """
+        Consume exactly *queues* from now on (with tags matching *sub_expression*, or what a
+        :class:`~rocketmq_tx.remoting.api.MessageSelector` selects).
+        """
         self._choose_mode("assign")
         queues = sorted(set(queues))
         for mq in queues:
-            self._subscriptions[mq.topic] = SubscriptionData.build(mq.topic, sub_expression)
+            self._subscriptions[mq.topic] = SubscriptionData.of(mq.topic, sub_expression)
             self.instance.watch_topic(mq.topic)
         self._set_assigned(queues)
 
@@ -142,14 +145,16 @@ class LitePullConsumer(ConsumerBase):
         self.consumed = {mq: off for mq, off in self.consumed.items() if mq in self.pull_offsets}
 
     # ------------------------------------------------------------ subscribe mode
-    def subscribe(self, topic: str, sub_expression: str = "*") -> None:
+    def subscribe(self, topic: str, sub_expression: str | MessageSelector = "*") -> None:
         """
         Consume *topic* as a member of the group: its queues are shared with the other
         members (Java's averagely strategy by default) and follow them as they come and go.
+        *sub_expression* is a TAG expression or a
+        :class:`~rocketmq_tx.remoting.api.MessageSelector` (``MessageSelector.by_sql(...)``).
         """
         self._choose_mode("subscribe")
         self._subscribed[topic] = sub_expression
-        self._subscriptions[topic] = SubscriptionData.build(topic, sub_expression)
+        self._subscriptions[topic] = SubscriptionData.of(topic, sub_expression)
         self.instance.watch_topic(topic)
         if self.running:
             self._start_rebalancing()

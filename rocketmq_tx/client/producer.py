@@ -17,6 +17,7 @@ from twisted.python.failure import Failure
 
 from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.client.instance import InstanceUser, MQClientInstance
+from rocketmq_tx.client.trace import PRODUCE, AsyncTraceDispatcher
 from rocketmq_tx.common.message import Message
 from rocketmq_tx.remoting.api import SendResult
 from rocketmq_tx.remoting.plans import Plan
@@ -40,6 +41,9 @@ class Producer(InstanceUser, ProducerBase):
     :param send_timeout: seconds for one send, retries included.
     :param settings: ``retry_times_when_send_failed``, ``compress_over``,
         ``max_message_size``, ``default_topic_queue_nums`` (see ``ProducerBase``).
+    :param enable_msg_trace: Java's ``enableMsgTrace``: a Pub trace record per answered send,
+        sent to *trace_topic* (default ``RMQ_SYS_TRACE_TOPIC``) by
+        :class:`~rocketmq_tx.client.trace.AsyncTraceDispatcher`.
     :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
         (and *security_token*, if any); or give one ``credentials``
         (:class:`~rocketmq_tx.acl.SessionCredentials`). With a shared *instance*, give them
@@ -50,11 +54,15 @@ class Producer(InstanceUser, ProducerBase):
                  instance: MQClientInstance | None = None, tls: TlsSettings | None = None,
                  send_timeout: float = 3.0, access_key: str | None = None, secret_key: str | None = None,
                  security_token: str | None = None, credentials: SessionCredentials | None = None,
-                 **settings: Any) -> None:
+                 enable_msg_trace: bool = False, trace_topic: str | None = None, **settings: Any) -> None:
         InstanceUser.__init__(self, namesrv_addr, reactor, instance=instance, timeout=send_timeout, tls=tls,
                               access_key=access_key, secret_key=secret_key, security_token=security_token,
                               credentials=credentials)
         ProducerBase.__init__(self, group, self.instance.route_table, send_timeout=send_timeout, **settings)
+        self.trace_dispatcher = AsyncTraceDispatcher(self.instance, group, PRODUCE, trace_topic) \
+            if enable_msg_trace else None
+        if self.trace_dispatcher is not None:
+            self.send_trace = self.trace_dispatcher.on_send
 
     def _run(self, plan: Plan[Any]) -> Deferred:
         return self.instance.run(plan)
@@ -62,12 +70,21 @@ class Producer(InstanceUser, ProducerBase):
     def start(self) -> None:
         """Register the group with the client instance (and start it if it is ours)."""
         self.instance.register_producer(self.group)
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.start()
         InstanceUser.start(self)
 
     def stop(self) -> Deferred:
-        """Unregister; stops and closes the instance if it is ours."""
-        self.instance.unregister_producer(self.group)
-        return InstanceUser.stop(self)
+        """Unregister (after sending the trace records waiting); stops and closes the instance if it is ours."""
+        if self.trace_dispatcher is None:
+            self.instance.unregister_producer(self.group)
+            return InstanceUser.stop(self)
+
+        def stopped(_: object) -> Deferred:
+            self.instance.unregister_producer(self.group)
+            return InstanceUser.stop(self)
+
+        return self.trace_dispatcher.stop().addBoth(stopped)
 
     def send_callback(self, msg: Message, on_success: Callable[[SendResult], object],
                       on_exception: Callable[[BaseException], object], **kwargs: Any) -> None:

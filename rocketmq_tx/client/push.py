@@ -42,10 +42,17 @@ from rocketmq_tx.client.offsetstore import LocalOffsetStore, default_offset_dir
 from rocketmq_tx.client.processqueue import ProcessQueue
 from rocketmq_tx.client.pullmessage import PullMessageService
 from rocketmq_tx.client.rebalancepush import RebalancePushImpl
+from rocketmq_tx.client.trace import CONSUME, AsyncTraceDispatcher
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.rebalance import STRATEGIES
 from rocketmq_tx.remoting.adminbodies import message_queue_key
-from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, ConsumerData, MQClientError, SubscriptionData
+from rocketmq_tx.remoting.api import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    ConsumerData,
+    MessageSelector,
+    MQClientError,
+    SubscriptionData,
+)
 
 __all__ = ["PushConsumer", "ConsumeStatus", "ConsumeOrderlyStatus", "CLUSTERING", "BROADCASTING"]
 
@@ -72,6 +79,8 @@ class PushConsumer(ConsumerBase):
         brokers) or ``BROADCASTING`` (every member reads every queue, offsets in a local
         file under *offset_store_dir*, failed messages are not redelivered, as in Java).
     :param suspend_current_queue_time: orderly: seconds before a suspended batch comes again.
+    :param enable_msg_trace: Java's ``enableMsgTrace``: a SubBefore and a SubAfter trace
+        record per consumed message, sent to *trace_topic* (default ``RMQ_SYS_TRACE_TOPIC``).
     :param client: ``instance``, ``tls``, ``timeout`` and the ACL 1.0 credentials
         (``access_key``, ``secret_key``, ``security_token`` or ``credentials``): see
         :class:`~rocketmq_tx.client.consumer.InstanceOptions`.
@@ -82,7 +91,8 @@ class PushConsumer(ConsumerBase):
                  pull_batch_size: int = 32, consume_batch_size: int = 1, allocate: str = "AVG",
                  max_reconsume_times: int = -1, rebalance_interval: float = 20.0, persist_interval: float = 5.0,
                  message_model: str = CLUSTERING, offset_store_dir: str | None = None,
-                 suspend_current_queue_time: float = 1.0, **client: Unpack[InstanceOptions]) -> None:
+                 suspend_current_queue_time: float = 1.0, enable_msg_trace: bool = False,
+                 trace_topic: str | None = None, **client: Unpack[InstanceOptions]) -> None:
         if message_model not in (CLUSTERING, BROADCASTING):
             raise ValueError(f"unknown message model {message_model!r}")
         ConsumerBase.__init__(self, group, namesrv_addr, reactor, consume_from_where=consume_from_where,
@@ -104,11 +114,18 @@ class PushConsumer(ConsumerBase):
         self.consume_service: ConsumeService | None = None
         self.pull_service = PullMessageService(self)
         self.started_ms = 0
+        #: Java's ``enableMsgTrace``: SubBefore/SubAfter records to *trace_topic* (``client.trace``)
+        self.trace_dispatcher = AsyncTraceDispatcher(self.instance, group, CONSUME, trace_topic) \
+            if enable_msg_trace else None
 
     # ------------------------------------------------------------ configuration
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume *topic*'s messages whose tag matches *expression* (``"*"``, ``"A || B"``)."""
-        self.subscriptions[topic] = SubscriptionData.build(topic, expression)
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """
+        Consume *topic*'s messages whose tag matches *expression* (``"*"``, ``"A || B"``), or
+        those a :class:`~rocketmq_tx.remoting.api.MessageSelector` selects
+        (``MessageSelector.by_sql("a > 5 AND TAGS = 'x'")``: the broker filters by properties).
+        """
+        self.subscriptions[topic] = SubscriptionData.of(topic, expression)
 
     def register_listener(self, listener: Listener, *, orderly: bool = False) -> None:
         """
@@ -142,6 +159,8 @@ class PushConsumer(ConsumerBase):
             self.offset_store, self.local_offsets = store, store.file
         service = ConsumeMessageOrderlyService if self.orderly else ConsumeMessageConcurrentlyService
         self.consume_service = service(self, self.listener)
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.start()
         for topic in self.subscriptions:
             self.instance.watch_topic(topic)
         ClientRemotingProcessor.of(self.instance).add_push(self.group, self)
@@ -159,6 +178,8 @@ class PushConsumer(ConsumerBase):
         if self.locking:
             await self.rebalance_impl.unlock(list(self.queues))
         self.queues = {}
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.stop()
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, "CONSUME_PASSIVELY", self.message_model, self.consume_from_where,

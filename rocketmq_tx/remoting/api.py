@@ -8,8 +8,8 @@ Both the Twisted client (:mod:`rocketmq_tx.client`) and the blocking one
 (:mod:`rocketmq_tx.blocking`) send what these functions build and parse what comes back
 with them, so the two can never disagree about the protocol.
 
-Why one module of ~800 lines: it is a table, one short builder/parser pair per request code
-(routes, send, heartbeat, pull, offsets, locks, queries), read by looking a code up; each
+Why one module of ~900 lines: it is a table, one short builder/parser pair per request code
+(routes, send, heartbeat, subscriptions, pull, offsets, locks, queries, transactions), read by looking a code up; each
 section is independent and small, and splitting it would only spread the lookup.
 """
 
@@ -50,6 +50,7 @@ from rocketmq_tx.remoting.headers.client import (
 from rocketmq_tx.remoting.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
 from rocketmq_tx.remoting.headers.route import GetRouteInfoRequestHeader
 from rocketmq_tx.remoting.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from rocketmq_tx.remoting.headers.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 
 __all__ = [
     "AUTO_CREATE_TOPIC_KEY",
@@ -65,6 +66,8 @@ __all__ = [
     "PullStatus",
     "PullResult",
     "SubscriptionData",
+    "MessageSelector",
+    "check_client_config_request",
     "ConsumerData",
     "HeartbeatData",
     "PreparedMessage",
@@ -97,6 +100,8 @@ __all__ = [
     "messages_with_keys",
     "parse_reset_offset_body",
     "UNIQUE_MSG_QUERY_FLAG",
+    "end_transaction_request",
+    "parse_check_transaction_state",
 ]
 
 #: ``TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC``: the template of auto-created topics.
@@ -402,6 +407,38 @@ def parse_send_response(response: RemotingCommand, mq: MessageQueue, msg_id: str
 
 # --------------------------------------------------------------------------- subscriptions
 
+#: Java ``ExpressionType``: the two kinds of subscription expression.
+TAG = "TAG"
+SQL92 = "SQL92"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSelector:
+    """
+    Java ``MessageSelector``: what a consumer subscribes with. :meth:`by_tag` takes a TAG
+    expression (``"*"``, ``"A || B"``), :meth:`by_sql` an SQL92 expression over the
+    message's properties (``TAGS`` among them), evaluated by the broker, which needs
+    ``enablePropertyFilter=true``. Every consumer's ``subscribe`` takes one, or a plain
+    string as a TAG expression.
+    """
+
+    expression_type: str
+    expression: str
+
+    @classmethod
+    def by_sql(cls, sql: str) -> MessageSelector:
+        return cls(SQL92, sql)
+
+    @classmethod
+    def by_tag(cls, tag: str | None = SUB_ALL) -> MessageSelector:
+        return cls(TAG, tag or SUB_ALL)
+
+    @classmethod
+    def of(cls, selector: str | MessageSelector | None) -> MessageSelector:
+        """A selector as given, a string as a TAG expression (``None``: every tag)."""
+        return selector if isinstance(selector, MessageSelector) else cls.by_tag(selector)
+
+
 @dataclass(slots=True)
 class SubscriptionData:
     """
@@ -436,6 +473,14 @@ class SubscriptionData:
         if not tags:
             raise MQClientError(f"subString split error: {expression!r}")
         return cls(topic, expression, tags, [java_string_hash(t) for t in tags], version)
+
+    @classmethod
+    def of(cls, topic: str, selector: str | MessageSelector | None = SUB_ALL,
+           sub_version: int | None = None) -> SubscriptionData:
+        """Java ``FilterAPI.build``: the subscription for a selector (a string is a TAG expression)."""
+        selector = MessageSelector.of(selector)
+        return cls.build(topic, selector.expression, expression_type=selector.expression_type or TAG,
+                         sub_version=sub_version)
 
     def matches(self, msg: Message) -> bool:
         """The client-side filter of ``processPullResult``: no tag set, or the tag is in it."""
@@ -564,6 +609,16 @@ class PullResult:
     max_offset: int
     msg_found_list: list[MessageExt] = field(default_factory=list)
     suggest_which_broker_id: int = 0
+
+
+def check_client_config_request(group: str, client_id: str, subscription: SubscriptionData) -> RemotingCommand:
+    """
+    CHECK_CLIENT_CONFIG (46), Java's ``checkClientInBroker``: may this broker serve
+    *subscription* (an SQL92 one compiles, and the broker filters by properties)? Answered
+    SUCCESS, or SYSTEM_ERROR / SUBSCRIPTION_PARSE_FAILED with the broker's remark.
+    """
+    body = {"clientId": client_id, "group": group, "subscriptionData": subscription.to_json()}
+    return RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, body=fastjson.dumps(body))
 
 
 def pull_request(
@@ -793,3 +848,30 @@ def parse_reset_offset_body(body: bytes) -> dict[MessageQueue, int]:
 def messages_with_keys(messages: Iterable[MessageExt], key: str) -> list[MessageExt]:
     """Java's client-side recheck of QUERY_MESSAGE hits: the index is a hash, so drop collisions."""
     return [m for m in messages if key in m.keys or m.unique_key == key]
+
+
+# --------------------------------------------------------------------------- transactions
+
+def end_transaction_request(header: EndTransactionRequestHeader, remark: str | None = None) -> RemotingCommand:
+    """
+    END_TRANSACTION (37), sent oneway as Java's ``endTransactionOneway`` does; *remark*
+    names a local failure.
+    """
+    request = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True)
+    request.remark = remark
+    return request
+
+
+def parse_check_transaction_state(request: RemotingCommand) -> tuple[CheckTransactionStateRequestHeader, MessageExt]:
+    """
+    A broker's CHECK_TRANSACTION_STATE (39): its header and the half message it asks about
+    (the body is one stored record, as Java's ``MessageDecoder.decode`` reads it).
+
+    :raises RemotingCommandError: a header without its required fields.
+    :raises MessageFormatError: a body that is not one record.
+    """
+    header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
+    messages = decode_messages(request.body or b"")
+    if len(messages) != 1:
+        raise RemotingCommandError(f"CHECK_TRANSACTION_STATE carries {len(messages)} messages, not one")
+    return header, messages[0]

@@ -23,6 +23,7 @@ The requests and parsers are :mod:`rocketmq_tx.remoting.api`'s; queue selection 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -155,6 +156,9 @@ class ProducerBase:
         self._publish: dict[str, tuple[TopicRouteData, TopicPublishInfo]] = {}
         #: topic the name server does not know -> (when checked, publish info from TBW102)
         self._templates: dict[str, tuple[float, TopicPublishInfo]] = {}
+        #: Java's send-message hook for message trace: ``send_trace(prepared, broker_addr,
+        #: result, started_ms)`` after each answered (not oneway) send attempt
+        self.send_trace: Callable[[api.PreparedMessage, str, SendResult, int], object] | None = None
 
     def _run(self, plan: Plan[Any]) -> Any:
         raise NotImplementedError
@@ -302,8 +306,13 @@ class ProducerBase:
     def _send_to(self, prepared: api.PreparedMessage, mq: MessageQueue, timeout: float,
                  oneway: bool) -> Plan[SendResult | None]:
         request = api.send_request(prepared, self.group, mq, oneway=oneway)
-        response = yield from broker_call(self.routes, mq, request, timeout, oneway=oneway)
+        addr = yield from broker_addr(self.routes, mq)
+        started_ms = int(time.time() * 1000)
+        response = yield Call(addr, request, timeout=timeout, oneway=oneway)
         if oneway:
             return None
         assert response is not None
-        return api.parse_send_response(response, mq, prepared.msg_id)
+        result = api.parse_send_response(response, mq, prepared.msg_id)
+        if self.send_trace is not None:
+            self.send_trace(prepared, addr, result, started_ms)
+        return result

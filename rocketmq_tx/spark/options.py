@@ -17,6 +17,7 @@ from typing import Any
 
 from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.config import ConfigError
+from rocketmq_tx.remoting.api import MessageSelector
 from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["OptionError", "OffsetSpec", "ReadOptions", "WriteOptions", "EARLIEST", "LATEST"]
@@ -166,7 +167,7 @@ def _name_server(options: Mapping[str, str]) -> str:
 
 
 _READ_KEYS = {k.lower(): k for k in (
-    "nameServer", "topic", "subExpression", "startingOffsets", "startingTimestamp", "endingOffsets",
+    "nameServer", "topic", "subExpression", "sql92", "startingOffsets", "startingTimestamp", "endingOffsets",
     "maxOffsetsPerTrigger", "minPartitions", "failOnDataLoss", "pullBatchSize", "pullTimeoutMs",
     "consumerGroup", "accessKey", "secretKey", "securityToken",
 )}
@@ -185,7 +186,8 @@ class ReadOptions:
 
     name_server: str
     topics: tuple[str, ...]
-    sub_expression: str = "*"
+    #: a TAG expression, or (option ``sql92``) an SQL92 selector the broker evaluates
+    sub_expression: str | MessageSelector = "*"
     starting_offsets: OffsetSpec | None = None
     starting_timestamp: int | None = None
     ending_offsets: OffsetSpec = OffsetSpec("latest")
@@ -216,9 +218,17 @@ class ReadOptions:
         topics = tuple(dict.fromkeys(t.strip() for t in options.get("topic", "").split(",") if t.strip()))
         if not topics:
             raise OptionError("topic is required: one topic or a comma-separated list")
-        sub_expression = options.get("subExpression", "*").strip() or "*"
-        if "||" in sub_expression and any(not t.strip() for t in sub_expression.split("||")):
-            raise OptionError(f"subExpression: empty tag in {sub_expression!r}")
+        tags = options.get("subExpression", "*").strip() or "*"
+        if "||" in tags and any(not t.strip() for t in tags.split("||")):
+            raise OptionError(f"subExpression: empty tag in {tags!r}")
+        sub_expression: str | MessageSelector = tags
+        sql = options.get("sql92")
+        if sql is not None:
+            if not sql.strip():
+                raise OptionError("sql92: must not be empty")
+            if tags != "*":
+                raise OptionError("sql92 and subExpression are mutually exclusive (filter TAGS in the SQL)")
+            sub_expression = MessageSelector.by_sql(sql.strip())
         starting = options.get("startingOffsets")
         start = OffsetSpec.parse("startingOffsets", starting, topics) if starting is not None else None
         ending = options.get("endingOffsets")

@@ -8,12 +8,15 @@ physical offset. Reads run beside the appends without the put lock, as Java's do
 from __future__ import annotations
 
 import os
+import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_tx.common.errors import MessageFormatError
-from rocketmq_tx.common.message import MessageConst, MessageExt
-from rocketmq_tx.common.messagecodec import decode_message, java_string_hash
+from rocketmq_tx.common.message import MessageConst, MessageExt, string_to_properties
+from rocketmq_tx.common.messagecodec import MESSAGE_MAGIC_CODE_V2, decode_message, java_string_hash
+from rocketmq_tx.common.sysflag import MessageSysFlag
 from rocketmq_tx.store.config import BrokerRole
 from rocketmq_tx.store.consumequeue import FILLER_SIZE
 from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE
@@ -22,11 +25,60 @@ from rocketmq_tx.store.status import GetMessageResult, GetMessageStatus
 if TYPE_CHECKING:
     from rocketmq_tx.store.store import DefaultMessageStore
 
-__all__ = ["MessageFilter", "TagsFilter", "QueryMessageResult", "StoreReader"]
+__all__ = ["MessageFilter", "CommitLogFilter", "TagsFilter", "QueryMessageResult", "StoreReader", "record_properties"]
 
 
 class MessageFilter(Protocol):
+    """
+    Java ``MessageFilter``: the ConsumeQueue check on the tag hash, and optionally (an
+    attribute ``is_matched_by_commit_log``, ``None`` or absent when the filter needs no
+    properties) the check on the record's decoded properties, for SQL92 subscriptions.
+    """
+
     def is_matched_by_consume_queue(self, tags_code: int) -> bool: ...
+
+
+class CommitLogFilter(MessageFilter, Protocol):
+    """A filter with Java's second check: the properties of the CommitLog record (with
+    ``TAGS``; ``None`` when the record's properties cannot be read)."""
+
+    def is_matched_by_commit_log(self, properties: Mapping[str, str] | None) -> bool: ...
+
+
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+_BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
+_STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+
+
+def record_properties(record: bytes) -> dict[str, str] | None:
+    """
+    The properties of one CommitLog record (Java ``MessageDecoder.decodeProperties``),
+    skipping the body and everything else; ``None`` for a record too short or inconsistent.
+    """
+    try:
+        magic = _INT.unpack_from(record, 4)[0]
+        sys_flag = _INT.unpack_from(record, 36)[0]
+        # BODYLENGTH follows BORNHOST, STORETIMESTAMP, STOREHOST, RECONSUMETIMES, PREPAREDOFFSET.
+        at = 48 + (20 if sys_flag & _BORN_V6 else 8) + 8 + (20 if sys_flag & _STORE_V6 else 8) + 12
+        body_length = _INT.unpack_from(record, at)[0]
+        if body_length < 0:
+            return None
+        at += 4 + body_length
+        if magic == MESSAGE_MAGIC_CODE_V2:
+            topic_length = _SHORT.unpack_from(record, at)[0]
+            if topic_length < 0:
+                return None
+            at += 2 + topic_length
+        else:
+            at += 1 + record[at]
+        length = _SHORT.unpack_from(record, at)[0]
+    except (struct.error, IndexError):
+        return None
+    start = at + 2
+    if length < 0 or start + length > len(record):
+        return None
+    return string_to_properties(str(record[start:start + length], "utf-8", "replace")) if length else {}
 
 
 class TagsFilter:
@@ -114,6 +166,8 @@ class StoreReader:
                     max_filter_bytes = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE)
                     memory = self._total_memory * cfg.access_message_in_memory_max_ratio // 100
                     limit = min(len(data), max_filter_bytes)
+                    # SQL92: the properties of each record whose tag hash passed (Java's second check).
+                    by_log = getattr(message_filter, "is_matched_by_commit_log", None)
                     i = 0
                     unpack = CQ_ENTRY.unpack_from
                     while i < limit:
@@ -142,8 +196,7 @@ class StoreReader:
                             next_phy_file_start = self.commit_log.roll_next_file(offset_py)
                             i += CQ_STORE_UNIT_SIZE
                             continue
-                        by_log = getattr(message_filter, "is_matched_by_commit_log", None)
-                        if by_log is not None and not by_log(record, None):
+                        if by_log is not None and not by_log(record_properties(record)):
                             if result.buffer_total_size == 0:
                                 status = GetMessageStatus.NO_MATCHED_MESSAGE
                             i += CQ_STORE_UNIT_SIZE
@@ -179,6 +232,15 @@ class StoreReader:
                     or message_total > cfg.max_transfer_count_on_message_in_disk - 1)
         return (buffer_total + size_py > cfg.max_transfer_bytes_on_message_in_memory
                 or message_total > cfg.max_transfer_count_on_message_in_memory - 1)
+
+    def properties_in_queue(self, topic: str, queue_id: int, offset: int) -> dict[str, str] | None:
+        """The properties of the message at *offset* of a queue (long polling's SQL92 check), or ``None``."""
+        cq = self._store.find_consume_queue(topic, queue_id, create=False)
+        entry = cq.get_entry(offset) if cq is not None else None
+        if entry is None:
+            return None
+        record = self.commit_log.get_message(entry[0], entry[1])
+        return record_properties(record) if record is not None else None
 
     # -- offsets and lookups
 

@@ -1,8 +1,9 @@
 """
 The layering rules of docs/architecture.md, checked mechanically.
 
-``remoting``, ``common``, ``blocking``, ``store`` and ``spark`` must not import Twisted;
-``store`` must not reach into the network or server layers. Two checks: a static scan of
+``remoting``, ``common``, ``blocking``, ``store``, ``spark``, ``acl`` and ``filter`` must not
+import Twisted; ``store`` must not reach into the network or server layers; ``filter`` (the
+SQL92 filters) imports nothing but the standard library and ``common``. Two checks: a static scan of
 every import statement, and a fresh interpreter that imports the packages and looks at
 ``sys.modules`` (which also catches an import hidden behind another module).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from twisted.trial.unittest import SynchronousTestCase
 
 PACKAGE = Path(__file__).resolve().parent.parent
-TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark", "acl")
+TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark", "acl", "filter")
 #: package -> module prefixes it must not import
 FORBIDDEN = {
     **{pkg: ("twisted", "rocketmq_tx.net") for pkg in TWISTED_FREE},
@@ -30,9 +31,17 @@ FORBIDDEN = {
     # ACL 1.0 serves the broker and every client, so it sits on the codec alone.
     "acl": ("twisted", "rocketmq_tx.net", "rocketmq_tx.broker", "rocketmq_tx.namesrv", "rocketmq_tx.client",
             "rocketmq_tx.blocking", "rocketmq_tx.spark", "rocketmq_tx.store"),
+    # The SQL92 filters are pure functions of an expression and a message's properties.
+    "filter": ("twisted", "rocketmq_tx.net", "rocketmq_tx.remoting", "rocketmq_tx.broker", "rocketmq_tx.namesrv",
+               "rocketmq_tx.client", "rocketmq_tx.blocking", "rocketmq_tx.spark", "rocketmq_tx.store",
+               "rocketmq_tx.acl"),
     # The servers and the client share only the lower layers.
     "namesrv": ("rocketmq_tx.broker", "rocketmq_tx.client"),
     "broker": ("rocketmq_tx.namesrv", "rocketmq_tx.client"),
+}
+#: packages that may import only the standard library and these (an allow-list, on top of FORBIDDEN)
+ONLY = {
+    "filter": ("rocketmq_tx.common", "rocketmq_tx.filter"),
 }
 #: files allowed to cross one of the lines above, and why
 EXCEPTIONS = {
@@ -67,6 +76,22 @@ class LayerTests(SynchronousTestCase):
                     rel = path.relative_to(PACKAGE).as_posix()
                     if any((module == f or module.startswith(f + ".")) and (rel, f) not in EXCEPTIONS
                            for f in forbidden):
+                        violations.append(f"{path.relative_to(PACKAGE.parent)}:{lineno} imports {module}")
+        self.assertEqual(violations, [])
+
+    def test_allow_lists(self) -> None:
+        """The packages of ONLY import the standard library and their allowed modules, nothing else."""
+        violations = []
+        for pkg, allowed in ONLY.items():
+            root = PACKAGE / pkg
+            for path in root.rglob("*.py") if root.is_dir() else []:
+                if "test" in path.relative_to(root).parts[:-1]:
+                    continue
+                for lineno, module in _imports(path):
+                    top = module.split(".")[0]
+                    if top in sys.stdlib_module_names or top == "__future__":
+                        continue
+                    if not any(module == a or module.startswith(a + ".") for a in allowed):
                         violations.append(f"{path.relative_to(PACKAGE.parent)}:{lineno} imports {module}")
         self.assertEqual(violations, [])
 

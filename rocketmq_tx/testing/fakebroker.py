@@ -4,8 +4,10 @@ A scripted fake name server and broker built on the codec, for client unit tests
 
 :class:`FakeCluster` answers the client's requests from memory: routes, sends (stored as
 real CommitLog records, so pulls return what a Java broker returns), pulls, offsets,
-heartbeats, queue locks, and the admin requests (cluster info, topic list, topic create and
-delete, topic and consumer stats, consumer connections, offset reset). Tests script faults
+heartbeats, queue locks, transactions (half messages kept in ``RMQ_SYS_TRANS_HALF_TOPIC``
+until END_TRANSACTION commits or rolls them back; :meth:`FakeCluster.check_request` builds the
+broker's CHECK_TRANSACTION_STATE), and the admin requests (cluster info, topic list, topic
+create and delete, topic and consumer stats, consumer connections, offset reset). Tests script faults
 per request code with :meth:`FakeCluster.script`: a canned response code, silence (to make
 the client time out), or a callable.
 
@@ -28,6 +30,7 @@ from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import Message, MessageExt, MessageQueue, string_to_properties
 from rocketmq_tx.common.messagecodec import decode_batch, encode_message
 from rocketmq_tx.common.route import BrokerData, QueueData, TopicRouteData
+from rocketmq_tx.common.sysflag import MessageSysFlag
 from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_command, split_address
 from rocketmq_tx.remoting.adminbodies import (
     Connection,
@@ -58,8 +61,12 @@ from rocketmq_tx.remoting.headers.client import (
 from rocketmq_tx.remoting.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_tx.remoting.headers.route import GetRouteInfoRequestHeader
 from rocketmq_tx.remoting.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from rocketmq_tx.remoting.headers.transaction import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 
-__all__ = ["FakeCluster", "SILENT", "ThreadedFakeServer"]
+__all__ = ["FakeCluster", "SILENT", "ThreadedFakeServer", "HALF_TOPIC"]
+
+#: Where half messages wait (Java ``TransactionalMessageUtil.buildHalfTopic()``).
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 
 #: Scripted outcome: never answer (the client's timeout fires).
 SILENT = object()
@@ -79,6 +86,7 @@ class FakeCluster:
         (as after expiry); pulls below it answer OFFSET_MOVED like a Java broker.
     :ivar kv: the name server's KV configuration, ``(namespace, key)`` to value.
     :ivar deleted: ``(addr, topic)`` of every DELETE_TOPIC_IN_BROKER / _IN_NAMESRV received.
+    :ivar ended: ``(addr, header, remark)`` of every END_TRANSACTION received.
     """
 
     def __init__(self, brokers: dict[str, str] | None = None, namesrvs: tuple[str, ...] = ("127.0.0.1:9876",),
@@ -103,6 +111,7 @@ class FakeCluster:
         self.cluster_name = "DefaultCluster"
         self.kv: dict[tuple[str, str], str] = {}
         self.deleted: list[tuple[str, str]] = []
+        self.ended: list[tuple[str, EndTransactionRequestHeader, str | None]] = []
 
     # ---------------------------------------------------------------- scripting
     def add_topic(self, topic: str, queues: int | None = None) -> None:
@@ -189,7 +198,7 @@ class FakeCluster:
 
     def _send(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         header = SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields)
-        queue_id = header.queue_id if header.queue_id >= 0 else 0
+        queue_id = requested_queue = header.queue_id if header.queue_id >= 0 else 0
         inner: Sequence[Message | None]  # None: the request's one message, from the header
         if header.batch:
             batch_props = string_to_properties(header.properties or "")
@@ -209,11 +218,16 @@ class FakeCluster:
                                  born_timestamp=header.born_timestamp)
             msg.properties.pop("WAIT", None)
             msg.properties["CLUSTER"] = "DefaultCluster"
-            stored = self._store(addr, header.topic, queue_id, msg)
+            topic, queue_id = header.topic, requested_queue
+            if header.sys_flag & MessageSysFlag.TRANSACTION_MASK == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+                # Java's half message: the real topic and queue in properties, queue 0 of the half topic.
+                msg.properties["REAL_TOPIC"], msg.properties["REAL_QID"] = topic, str(queue_id)
+                topic, queue_id = HALF_TOPIC, 0
+            stored = self._store(addr, topic, queue_id, msg)
             first = stored if first is None else first
             ids.append(stored.offset_msg_id)
         assert first is not None
-        resp = SendMessageResponseHeader(",".join(ids), queue_id, first.queue_offset)
+        resp = SendMessageResponseHeader(",".join(ids), requested_queue, first.queue_offset)
         return request.make_response(ext_fields={**resp.to_ext_fields(), "MSG_REGION": "DefaultRegion",
                                                  "TRACE_ON": "true"})
 
@@ -292,6 +306,40 @@ class FakeCluster:
 
     def _ok(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         return request.make_response()
+
+    def half_message(self, broker_name: str, commit_log_offset: int) -> MessageExt | None:
+        """The half message stored at *commit_log_offset*, while it is not resolved."""
+        return next((m for m in self.messages.get((broker_name, HALF_TOPIC, 0), [])
+                     if m.commit_log_offset == commit_log_offset), None)
+
+    def _end_transaction(self, addr: str, request: RemotingCommand) -> RemotingCommand | None:
+        header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        self.ended.append((addr, header, request.remark))
+        half = self.half_message(self._broker_name(addr), header.commit_log_offset)
+        if half is None or header.commit_or_rollback == MessageSysFlag.TRANSACTION_NOT_TYPE:
+            return None
+        self.messages[(self._broker_name(addr), HALF_TOPIC, 0)].remove(half)
+        if header.commit_or_rollback == MessageSysFlag.TRANSACTION_COMMIT_TYPE:
+            props = dict(half.properties)
+            topic, queue_id = props.pop("REAL_TOPIC"), int(props.pop("REAL_QID"))
+            props.pop("TRAN_MSG", None)
+            committed = MessageExt(topic, half.body, half.flag, props, born_timestamp=half.born_timestamp,
+                                   sys_flag=(half.sys_flag & ~MessageSysFlag.TRANSACTION_MASK)
+                                   | MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+            committed.prepared_transaction_offset = header.commit_log_offset
+            self._store(addr, topic, queue_id, committed)
+        return None
+
+    def check_request(self, broker_name: str, commit_log_offset: int) -> RemotingCommand:
+        """The CHECK_TRANSACTION_STATE (39, oneway) a broker sends a producer about a half message."""
+        half = self.half_message(broker_name, commit_log_offset)
+        if half is None:
+            raise KeyError(f"no half message at {commit_log_offset} on {broker_name}")
+        header = CheckTransactionStateRequestHeader(
+            tran_state_table_offset=half.queue_offset, commit_log_offset=half.commit_log_offset,
+            msg_id=half.unique_key, transaction_id=half.unique_key, offset_msg_id=half.offset_msg_id)
+        ext = {**header.to_ext_fields(), "bname": broker_name}
+        return RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, ext, encode_message(half), oneway=True)
 
     def _consumer_list(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         group = request.ext_fields.get("consumerGroup")
@@ -435,7 +483,7 @@ class FakeCluster:
         return request.make_response(body=fastjson.dumps(ResetOffsetBody(table).to_json()))
 
 
-_HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingCommand]] = {
+_HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingCommand | None]] = {
     RequestCode.GET_ROUTEINFO_BY_TOPIC: FakeCluster._route,
     RequestCode.SEND_MESSAGE_V2: FakeCluster._send,
     RequestCode.SEND_BATCH_MESSAGE: FakeCluster._send,
@@ -448,6 +496,7 @@ _HANDLERS: dict[int, Callable[[FakeCluster, str, RemotingCommand], RemotingComma
     RequestCode.GET_EARLIEST_MSG_STORETIME: FakeCluster._earliest,
     RequestCode.HEART_BEAT: FakeCluster._heartbeat,
     RequestCode.UNREGISTER_CLIENT: FakeCluster._ok,
+    RequestCode.END_TRANSACTION: FakeCluster._end_transaction,
     RequestCode.CONSUMER_SEND_MSG_BACK: FakeCluster._ok,
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: FakeCluster._consumer_list,
     RequestCode.VIEW_MESSAGE_BY_ID: FakeCluster._view,
@@ -481,6 +530,8 @@ class ThreadedFakeServer:
         self.chunk = chunk
         self._listeners: dict[str, socket.socket] = {}
         self._conns: list[socket.socket] = []
+        #: address -> the connections accepted on it (to send broker-to-client requests)
+        self.accepted: dict[str, list[socket.socket]] = defaultdict(list)
         self._closed = False
         addrs = [self._listen() for _ in range(namesrvs + len(broker_names))]
         self.cluster = FakeCluster(dict(zip(broker_names, addrs[namesrvs:])), tuple(addrs[:namesrvs]),
@@ -510,6 +561,7 @@ class ThreadedFakeServer:
                 conn.close()
                 continue
             self._conns.append(conn)
+            self.accepted[addr].append(conn)
             threading.Thread(target=self._serve, args=(conn, addr), daemon=True).start()
 
     def _serve(self, conn: socket.socket, addr: str) -> None:
@@ -533,6 +585,18 @@ class ThreadedFakeServer:
                         conn.sendall(frame[i:i + step])
                 except OSError:
                     return
+
+    def push(self, addr: str, request: RemotingCommand) -> int:
+        """Send *request* (a broker-to-client request) on every open connection to *addr*; how many."""
+        frame = encode_command(request)
+        sent = 0
+        for conn in list(self.accepted.get(addr, [])):
+            try:
+                conn.sendall(frame)
+            except OSError:
+                continue
+            sent += 1
+        return sent
 
     def close(self) -> None:
         self._closed = True

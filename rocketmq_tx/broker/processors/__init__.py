@@ -6,7 +6,8 @@ The broker's request processors and its one processor table.
 :attr:`~rocketmq_tx.net.dispatch.HandlerProcessor.handlers`, one method per code. The admin
 requests are split by concern (:mod:`.admin` and its ``admin_*`` siblings); the store
 maintenance processor is also the default and answers REQUEST_CODE_NOT_SUPPORTED for
-every other code (transactions among them, see docs/compatibility.md). With ``aclEnable``
+every other code (see docs/compatibility.md). Transactions: :mod:`.endtransaction` (END_TRANSACTION,
+RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. With ``aclEnable``
 every request is checked first (:class:`~rocketmq_tx.broker.processors.acl.AclServerHook`,
 docs/security.md).
 """
@@ -23,6 +24,7 @@ from rocketmq_tx.broker.processors.admin_relay import ClientRelayProcessor
 from rocketmq_tx.broker.processors.admin_topics import TopicAdminProcessor
 from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
+from rocketmq_tx.broker.processors.endtransaction import EndTransactionProcessor
 from rocketmq_tx.broker.processors.pull import PullMessageProcessor
 from rocketmq_tx.broker.processors.query import QueryMessageProcessor
 from rocketmq_tx.broker.processors.reply import ReplyMessageProcessor
@@ -55,6 +57,7 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         OffsetAdminProcessor(controller),
         BrokerConfigProcessor(controller),
         ClientRelayProcessor(controller),
+        EndTransactionProcessor(controller),
     ]
     if not fast:
         processors.append(PullMessageProcessor(controller))

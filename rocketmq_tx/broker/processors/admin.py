@@ -16,8 +16,8 @@ concern, each a processor of its own in the one table
 
 One method per request code; each processor's :attr:`handlers` maps codes to them. Codes,
 remarks and bodies are Java 4.9.8's. Codes without a handler anywhere reach the default and
-get REQUEST_CODE_NOT_SUPPORTED: the transaction ones (37 END_TRANSACTION, 323
-RESUME_CHECK_HALF_MESSAGE) among them. One 5.x code is answered beyond 4.9.8's set:
+get REQUEST_CODE_NOT_SUPPORTED (the transaction ones, 37 END_TRANSACTION and 323
+RESUME_CHECK_HALF_MESSAGE, are :mod:`.endtransaction`'s). One 5.x code is answered beyond 4.9.8's set:
 GET_TOPIC_CONFIG (351), which 5.x mqadmin needs. The ACL codes (50-53) are
 :mod:`.acl`'s.
 """

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rocketmq_tx.broker.clientmanager import ClientChannelInfo
+from rocketmq_tx.broker.clientmanager import ClientChannelInfo, FilterCompileError, is_tag_type
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.topicconfig import retry_topic
 from rocketmq_tx.common import fastjson
@@ -94,16 +94,28 @@ class ClientManageProcessor(HandlerProcessor):
         return request.make_response(ResponseCode.SUCCESS)
 
     def check_client_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
-        """CHECK_CLIENT_CONFIG: only TAG expressions are accepted (no SQL92 filtering here)."""
+        """
+        CHECK_CLIENT_CONFIG (Java ``checkClientConfig``): a TAG subscription passes; any other
+        is refused when ``enablePropertyFilter`` is off, and otherwise compiled, a malformed
+        expression answered SUBSCRIPTION_PARSE_FAILED with the parser's message.
+        """
         try:
             body = fastjson.loads(request.body) if request.body else {}
             sub = body.get("subscriptionData") or {}
-            expression_type = str(sub.get("expressionType") or "TAG")
-            if expression_type != "TAG":
-                return request.make_response(
-                    ResponseCode.SYSTEM_ERROR,
-                    f"The broker does not support consumer to filter message by {expression_type}")
-            SubscriptionData.build(str(sub.get("topic") or ""), sub.get("subString"))
+            expression_type = sub.get("expressionType")
+            if is_tag_type(expression_type):
+                SubscriptionData.build(str(sub.get("topic") or ""), sub.get("subString"))
+                return request.make_response(ResponseCode.SUCCESS)
         except Exception as e:
             return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"Parse subscription failed: {e}")
+        if not self.controller.settings["enablePropertyFilter"]:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type}")
+        try:
+            # Compiled into the group's cache, where the pulls that follow find it.
+            self.controller.consumer_manager.filters.get(str(body.get("group") or ""), str(sub.get("topic") or ""),
+                                                        str(expression_type), str(sub.get("subString") or ""))
+        except FilterCompileError as e:
+            return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(e))
         return request.make_response(ResponseCode.SUCCESS)

@@ -7,11 +7,14 @@ the commit-offset flag.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from rocketmq_tx.broker.clientmanager import CompiledFilter, FilterCompileError, is_tag_type
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.longpolling import OVERLOAD_REMARK, PullRequest
 from rocketmq_tx.broker.remarks import suggest_todo
+from rocketmq_tx.common.messagecodec import java_string_hash
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
@@ -19,7 +22,7 @@ from rocketmq_tx.remoting.api import SubscriptionData
 from rocketmq_tx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader, PullSysFlag
 from rocketmq_tx.store.status import GetMessageStatus
 
-__all__ = ["PullMessageProcessor", "SubscriptionFilter"]
+__all__ = ["PullMessageProcessor", "SubscriptionFilter", "SqlFilter"]
 
 _SUB_ALL = "*"
 
@@ -40,6 +43,29 @@ class SubscriptionFilter:
         return self.codes is None or tags_code in self.codes
 
 
+class SqlFilter:
+    """
+    Java ``ExpressionMessageFilter`` for SQL92 subscriptions. The ConsumeQueue check is the
+    tag hash when the expression requires TAGS at its top level (a cheap first cut, which
+    Java does with its bloom filter bit map instead); every message that passes it is then
+    evaluated on the properties of its CommitLog record. A record whose properties cannot
+    be read does not match (Java's evaluation fails and counts as false).
+    """
+
+    __slots__ = ("codes", "compiled")
+
+    def __init__(self, compiled: CompiledFilter) -> None:
+        tags = compiled.tags
+        self.codes = None if tags is None else frozenset(java_string_hash(t) for t in tags)
+        self.compiled = compiled
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return self.codes is None or tags_code in self.codes
+
+    def is_matched_by_commit_log(self, properties: Mapping[str, str] | None) -> bool:
+        return properties is not None and self.compiled.matches(properties)
+
+
 # GetMessageStatus -> response code when the pull did not find messages (Java's switch).
 _NOT_FOUND_CODES = {
     GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
@@ -56,6 +82,8 @@ class PullMessageProcessor(HandlerProcessor):
         self.controller = controller
         self.settings = controller.settings
         controller.execute_held_pull = self._wake
+        # Long polling's SQL92 check reads the arriving message's properties from the store.
+        controller.pull_request_hold_service.properties_at = controller.store.reader.properties_in_queue
         # 5.x's DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361), same header and
         # processor as PULL_MESSAGE in Java 5.x's broker.
         self.handlers = {
@@ -102,11 +130,18 @@ class PullMessageProcessor(HandlerProcessor):
                 f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
                 f"[{tc.read_queue_nums}] consumer:[/{getattr(ctx, 'peer', '?')}]")
         subscription: SubscriptionData | None
+        compiled: CompiledFilter | None = None
+        filters = c.consumer_manager.filters
         if has_subscription:
             try:
                 subscription = SubscriptionData.build(header.topic, header.subscription,
                                                       expression_type=header.expression_type or "TAG",
                                                       sub_version=header.sub_version)
+                if not is_tag_type(subscription.expression_type) and s["enablePropertyFilter"]:
+                    # A malformed expression is refused here; Java's production build (its
+                    # assertion off) goes on without filter data and delivers every message.
+                    compiled = filters.get(header.consumer_group, header.topic, subscription.expression_type,
+                                           subscription.sub_string)
             except Exception:
                 return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                                              "parse the consumer's subscription failed")
@@ -126,11 +161,26 @@ class PullMessageProcessor(HandlerProcessor):
             if subscription.sub_version < header.sub_version:
                 return request.make_response(ResponseCode.SUBSCRIPTION_NOT_LATEST,
                                              "the consumer's subscription not latest")
-        if subscription.expression_type != "TAG":
+            if not is_tag_type(subscription.expression_type):
+                # The heartbeat's subscription, compiled once (Java's filter data; its version
+                # is the subscription's, so "not latest" was answered just above).
+                try:
+                    compiled = filters.get(header.consumer_group, header.topic, subscription.expression_type,
+                                           subscription.sub_string)
+                except FilterCompileError:
+                    return request.make_response(
+                        ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!")
+        message_filter: SubscriptionFilter | SqlFilter
+        if is_tag_type(subscription.expression_type):
+            message_filter = SubscriptionFilter(subscription)
+        elif not s["enablePropertyFilter"]:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR,
                 f"The broker does not support consumer to filter message by {subscription.expression_type}")
-        message_filter = SubscriptionFilter(subscription)
+        else:
+            assert compiled is not None
+            message_filter = SqlFilter(compiled)
         result = c.store.get_message(header.consumer_group, header.topic, header.queue_id, header.queue_offset,
                                      header.max_msg_nums, message_filter)
         status = result.status

@@ -226,14 +226,18 @@ class SendMessageProcessor(HandlerProcessor):
         if error is not None:
             return error
         props[MessageConst.PROPERTY_CLUSTER] = self.settings["brokerClusterName"]
-        if (header.sys_flag & MessageSysFlag.TRANSACTION_MASK
-                or props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true"):
-            # Transactions are not implemented yet: refuse the half message as a broker with
-            # rejectTransactionMessage does, so the producer gets a clear error. The sysFlag
-            # bits alone would store a prepared or rolled-back record no consumer ever sees.
-            return self._response(request, ResponseCode.NO_PERMISSION,
-                                  f"the broker[{self.settings['brokerIP1']}] sending transaction message is forbidden")
         msg.wait_store_msg_ok = wait_store_msg_ok(props)
+        if props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":
+            # A half message (Java: TRAN_MSG decides, the sysFlag bits do not).
+            if self.settings["rejectTransactionMessage"]:
+                return self._response(request, ResponseCode.NO_PERMISSION,
+                                      f"the broker[{self.settings['brokerIP1']}] sending transaction message is "
+                                      "forbidden")
+            # Java re-serialises the map, in which WAIT was put back: the half record keeps it.
+            # The answer names the real queue and the half message's offsets, as Java's.
+            real_queue_id = msg.queue_id
+            self.controller.transactional_message_bridge.prepare_half_message(msg, props)
+            return self._finish(request, self.controller.put_message(msg), real_queue_id)
         # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
         # for WAIT=true) but honours it.
         props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)

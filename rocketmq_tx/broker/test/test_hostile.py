@@ -174,13 +174,15 @@ class RefusedCountsAndFlagsTests(BrokerTestCase):
         self.assertEqual(self.call(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body).code,
                          ResponseCode.SUCCESS)
 
-    def test_transaction_bits_refused_until_transactions_exist(self) -> None:
-        """A prepared or rolled-back record would be acknowledged and never delivered."""
-        for bits in (MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE,
-                     MessageSysFlag.TRANSACTION_ROLLBACK_TYPE):
-            response = self.send(sys_flag=bits)
-            self.assertEqual((response.code, response.remark), (
-                ResponseCode.NO_PERMISSION, "the broker[127.0.0.1] sending transaction message is forbidden"))
+    def test_transaction_bits_and_rejected_half_messages(self) -> None:
+        """As Java: TRAN_MSG decides, and rejectTransactionMessage refuses it; sysFlag bits alone
+        are stored as they come (a prepared or rolled-back record gets no ConsumeQueue entry)."""
+        self.controller.settings["rejectTransactionMessage"] = True
         response = self.send(body_props=props(**{MessageConst.PROPERTY_TRANSACTION_PREPARED: "true"}))
-        self.assertEqual(response.code, ResponseCode.NO_PERMISSION)
+        self.assertEqual((response.code, response.remark), (
+            ResponseCode.NO_PERMISSION, "the broker[127.0.0.1] sending transaction message is forbidden"))
         self.assertEqual(self.store.get_max_phy_offset(), 0)
+        for bits in (MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE):
+            before = self.store.get_max_phy_offset()
+            self.assertEqual(self.send(sys_flag=bits).code, ResponseCode.SUCCESS)
+            self.assertGreater(self.store.get_max_phy_offset(), before)

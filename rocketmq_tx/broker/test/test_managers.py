@@ -72,6 +72,25 @@ class TopicConfigManagerTests(SynchronousTestCase):
         self.assertEqual((table["MyTrace"].read_queue_nums, table["MyTrace"].perm), (1, RW))
         self.assertEqual(self.manager(defaultTopicQueueNums=4).topic_config_table["TBW102"].write_queue_nums, 4)
 
+    def test_trace_topic(self) -> None:
+        """traceTopicEnable: msgTraceTopicName (default RMQ_SYS_TRACE_TOPIC) is a system topic that
+        clients may send to (their trace producers do), created only when enabled; a persisted
+        config of it (say auto-created from TBW102 before trace was enabled) wins, as Java's
+        load() after its constructor."""
+        self.assertNotIn("RMQ_SYS_TRACE_TOPIC", self.manager().topic_config_table)
+        m = self.manager(traceTopicEnable=True)
+        tc = m.topic_config_table["RMQ_SYS_TRACE_TOPIC"]
+        self.assertEqual((tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag), (1, 1, RW, 0))
+        self.assertFalse(is_not_allowed_send_topic("RMQ_SYS_TRACE_TOPIC"))
+        custom = self.manager(traceTopicEnable=True, msgTraceTopicName="MyTrace")
+        self.assertTrue(custom.is_system_topic("MyTrace"))
+        self.assertIn("MyTrace", custom.system_topics)
+        self.assertFalse(is_not_allowed_send_topic("MyTrace"))
+        m.topic_config_table["RMQ_SYS_TRACE_TOPIC"] = TopicConfig("RMQ_SYS_TRACE_TOPIC", 4, 4, RW)
+        self.assertTrue(m.persist())
+        reloaded = self.manager(traceTopicEnable=True).topic_config_table["RMQ_SYS_TRACE_TOPIC"]
+        self.assertEqual((reloaded.read_queue_nums, reloaded.write_queue_nums), (4, 4))
+
     def test_system_topic_predicates(self) -> None:
         m = self.manager()
         for topic in ("TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_anything", "DefaultCluster", "broker-a"):

@@ -193,6 +193,8 @@ class SendMessageTests(BrokerTestCase):
         self.assertEqual(self.send(body=b"x" * 1024).code, ResponseCode.SUCCESS)
 
     def test_transaction_half_message_refused(self) -> None:
+        # Java's rejectTransactionMessage (the half path itself: test_transaction.py)
+        self.controller.settings["rejectTransactionMessage"] = True
         response = self.send(body_props=props(TRAN_MSG="true"))
         self.assertEqual((response.code, response.remark),
                          (ResponseCode.NO_PERMISSION, "the broker[127.0.0.1] sending transaction message is forbidden"))
