@@ -7,6 +7,8 @@ same settings.
     python3 bench/broker/run.py [--seconds 20] [--targets java,tx] [--java-broker 5.5.0|4.9.7]
                                 [--tx-mode separate|standalone] [--warmup 15] [--no-latency] [--keep]
                                 [--flush async|sync]
+    python3 bench/broker/run.py --transactions [--seconds 20] [--warmup 10] [--threads 64] ...
+    python3 bench/broker/run.py --sql92 [--backlog 1000000] [--scan-timeout 900] ...
     python3 bench/broker/run.py --tls [--one-thread] [--seconds 10] [--warmup 10] [--targets java,tx] ...
 
 For each target, in the order given, on fresh name server + broker processes and an empty
@@ -66,6 +68,22 @@ Producer's CPU time per message in each measured phase (/proc, :func:`brokerbenc
 It prints ACL / plain per target and (tx ratio) / (Java ratio),
 above 1 when ACL costs rocketmq_tx relatively less than Java, with the medians over
 ``--rounds``, and writes ``bench/broker/results-acl-<UTC timestamp>.json``.
+
+``--transactions`` (issue #21): for each target, on fresh processes, a ``--warmup`` (default
+10 s), then the benchmark Producer (plain sync sends) and the benchmark TransactionProducer
+(its defaults -sr 0 -su 0: every local transaction commits at once, no check-back), 64
+threads (``--threads``), 1 KiB bodies, ``--seconds`` (default 20) after each tool's first
+report. It prints transactional / plain send TPS per target and (tx ratio) / (Java ratio),
+goal >= 1.0, and writes ``bench/broker/results-tx-<UTC timestamp>.json``.
+
+``--sql92`` (issue #21): both brokers with enablePropertyFilter=true. For each target, on
+fresh processes, ``rocketmq.bench.SqlLoad`` (bench/broker/java) stores ``--backlog``
+messages (default 1,000,000; 64 threads, 1 KiB bodies, no tag, user property ``a`` = i % 10),
+then one ``rocketmq.bench.SqlScan`` push consumer (official 5.5.0 client) of a new group,
+``MessageSelector.bySql("a = 0")``, reads the topic from its first offset until it holds the
+10 % that match. Scanned messages/s = backlog / (first to last matching message), tx / Java,
+goal >= 1.0; delivered must be exactly the 10 %. Writes
+``bench/broker/results-sql92-<UTC timestamp>.json``.
 """
 
 from __future__ import annotations
@@ -78,7 +96,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from brokerbench import summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
+from brokerbench import features, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
 from brokerbench.peers import tools_classpath  # noqa: E402
 from brokerbench.phases import bench_send, bench_target, measured  # noqa: E402
 from brokerbench.report import (  # noqa: E402
@@ -208,6 +226,42 @@ def main_acl(args: argparse.Namespace, targets: list[str], tools_cp: str) -> Non
     _save_summary(args, path, raw)
 
 
+def main_transactions(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    seconds = 20.0 if args.seconds is None else args.seconds
+    warmup = 10.0 if args.warmup is None else args.warmup
+    started = dt.datetime.now(dt.UTC)
+    results: dict[str, dict] = {}
+    for kind in targets:
+        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+        results[name] = measured(kind, name, args, tools_cp, False,
+                                 lambda target: features.bench_transactions(target, tools_cp, seconds, warmup,
+                                                                            args.threads))
+    text = features.table_text(features.tx_rows(results), list(results), "transactions") + "\n\n" + \
+        features.loads_text(results)
+    print(text)
+    path, raw = write_results("tx", started, args,
+                              {"mode": "transactions", "seconds": seconds, "warmup_phase_s": warmup,
+                               "threads": args.threads}, {}, results, text)
+    _save_summary(args, path, raw)
+
+
+def main_sql92(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    started = dt.datetime.now(dt.UTC)
+    results: dict[str, dict] = {}
+    for kind in targets:
+        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+        results[name] = measured(kind, name, args, tools_cp, False,
+                                 lambda target: features.bench_sql92(target, tools_cp, args.backlog,
+                                                                     args.scan_timeout))
+    text = features.table_text(features.sql_rows(results), list(results), "sql92") + "\n\n" + \
+        features.loads_text(results)
+    print(text)
+    path, raw = write_results("sql92", started, args,
+                              {"mode": "sql92", "backlog": args.backlog, "expression": features.SQL_EXPRESSION},
+                              {}, results, text)
+    _save_summary(args, path, raw)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=None,
@@ -223,6 +277,17 @@ def main() -> None:
     parser.add_argument("--acl", action="store_true",
                         help="ACL compare: send TPS (Producer, 1 and 64 threads) without and with ACL for each "
                              "target, the ratios ACL / plain, and their medians over --rounds")
+    parser.add_argument("--transactions", action="store_true",
+                        help="issue #21: transactional / plain send TPS (TransactionProducer vs Producer, "
+                             "--threads threads) per target, and tx's ratio over Java's")
+    parser.add_argument("--threads", type=int, default=64, help="--transactions: the tools' threads (default 64)")
+    parser.add_argument("--sql92", action="store_true",
+                        help="issue #21: one SQL92 consumer ('a = 0', 10%% match) reading a --backlog from the "
+                             "start: scanned messages/s per target, tx / Java")
+    parser.add_argument("--backlog", type=int, default=1_000_000,
+                        help="--sql92: messages stored before the scan (default 1,000,000)")
+    parser.add_argument("--scan-timeout", type=float, default=900.0,
+                        help="--sql92: seconds the consumer may take (default 900)")
     parser.add_argument("--one-thread", action="store_true",
                         help="with --tls or --acl: only the 1-thread phases (the warm-up still uses 64 threads)")
     parser.add_argument("--rounds", type=int, default=1,
@@ -247,12 +312,20 @@ def main() -> None:
         parser.error("--targets takes java and/or tx")
     # both starters read BROKER_SETTINGS, and the results file records it
     BROKER_SETTINGS["flushDiskType"] = "SYNC_FLUSH" if args.flush == "sync" else "ASYNC_FLUSH"
+    if args.sql92:
+        BROKER_SETTINGS["enablePropertyFilter"] = "true"
 
     # The start-up probe's refused connections are expected; keep the blocking client quiet.
     logging.getLogger("rocketmq_tx").setLevel(logging.ERROR)
     tools_cp = tools_classpath()
-    if args.tls and args.acl:
-        parser.error("--tls and --acl are separate comparisons")
+    if sum(map(bool, (args.tls, args.acl, args.transactions, args.sql92))) > 1:
+        parser.error("--tls, --acl, --transactions and --sql92 are separate comparisons")
+    if args.transactions:
+        main_transactions(args, targets, tools_cp)
+        return
+    if args.sql92:
+        main_sql92(args, targets, tools_cp)
+        return
     if args.tls:
         main_tls(args, targets, tools_cp)
         return

@@ -1,6 +1,6 @@
 """
 The small JSON summary (``bench/results/``) of broker results files written by
-``bench/broker/run.py`` (``bench/broker/results[-tls|-acl]-<UTC time>.json``, gitignored), for
+``bench/broker/run.py`` (``bench/broker/results[-tls|-acl|-tx|-sql92]-<UTC time>.json``, gitignored), for
 runs made before run.py wrote one itself, or to write one again.
 
     python3 bench/broker/summarize.py bench/broker/results-acl-20261125T021315Z.json [...]

@@ -10,6 +10,8 @@ The broker benchmark's parts (``bench/broker/run.py`` is its command line), one 
   print, our BlockingProducer's send loop, topic creation;
 * :mod:`.phases`: the phases run against one started target, and one target's whole
   measurement (start, phases, stop, load average, clean-up);
+* :mod:`.features`: issue #21's ``--transactions`` (TransactionProducer against Producer) and
+  ``--sql92`` (a SQL92 consumer scanning a backlog) phases, tables and summaries;
 * :mod:`.report`: the Markdown tables, the rounds' means and medians, the raw results file;
 * :mod:`.summary`: the small JSON summary of a run (``bench/results/``), also built from an
   existing raw results file (``bench/broker/summarize.py``).

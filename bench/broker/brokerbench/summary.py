@@ -96,6 +96,10 @@ def _loads(results: dict) -> dict:
 def summarize(raw: dict, raw_path: Path | None = None) -> dict:
     """The summary of a raw results file's content *raw* (the file's name: *raw_path*)."""
     mode = raw.get("mode", "full")
+    if mode in ("transactions", "sql92"):
+        from .features import summarize as features_summary
+
+        return features_summary(raw, raw_path)
     rounds = raw["results"] if isinstance(raw["results"], list) else [raw["results"]]
     settings = {k: raw.get(k) for k in ("seconds", "warmup_phase_s", "rounds", "body_size", "tools", "cpus")
                 if raw.get(k) is not None}
