@@ -42,7 +42,7 @@ import txbroker as tb
 
 from rocketmq_tx.blocking import BlockingConnection, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common.message import Message
-from rocketmq_tx.remoting import ResponseCode
+from rocketmq_tx.remoting import ResponseCode, api
 from rocketmq_tx.remoting.api import MessageSelector, PullStatus
 from rocketmq_tx.remoting.errors import MQBrokerError
 
@@ -363,8 +363,19 @@ def test_malformed_refused_at_subscribe(consumers, version):
             assert error is not None and error["code"] == ResponseCode.SUBSCRIPTION_PARSE_FAILED, (broker, sql, result)
 
 
-def send_later(namesrv: str, topic: str, delay: float) -> None:
-    time.sleep(delay)
+def send_when_online(namesrv: str, addr: str, group: str, topic: str, timeout: float = 60.0) -> None:
+    """Once *group* is a member on the broker at *addr* (its heartbeat came, its pulls follow), send."""
+    deadline = time.monotonic() + timeout
+    with BlockingConnection(addr) as conn:
+        while True:
+            response = conn.invoke(api.consumer_list_request(group))
+            if response.code == ResponseCode.SUCCESS and api.parse_consumer_list_response(response):
+                break
+            assert time.monotonic() < deadline, f"{group} never came online on {addr}"
+            time.sleep(0.1)  # polling remote state, bounded by the deadline
+    # The consumer reads from the first offset, so a message sent before its first pull is
+    # delivered too; one second lets that pull reach the broker and be held (long polling).
+    time.sleep(1.0)
     producer = BlockingProducer("SqlLiveProducer", namesrv)
     try:
         for i in range(6):
@@ -382,7 +393,7 @@ def test_java_push_consumer_live(tx, java, java_classpath_4, broker):
         assert tb.create_topic(conn, topic).code == ResponseCode.SUCCESS
     tb.wait_topic_route(target["namesrv"], topic, ["tx-sql" if broker == "tx" else "java-sql"])
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        sending = pool.submit(send_later, target["namesrv"], topic, 8.0)
+        sending = pool.submit(send_when_online, target["namesrv"], target["addr"], f"SqlLive{broker}", topic)
         (push,) = sql_peer(java_classpath_4, [["push", target["namesrv"], topic, f"SqlLive{broker}", "a > 5", "3",
                                                "60"]])
         sending.result()
