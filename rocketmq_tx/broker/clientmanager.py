@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rocketmq_tx.remoting.api import SubscriptionData
+from rocketmq_tx.remoting.api import MAX_SUBSCRIPTION_EXPRESSION_LENGTH, SubscriptionData
 
 __all__ = ["ClientChannelInfo", "ConsumerGroupInfo", "ConsumerManager", "ProducerManager", "CHANNEL_EXPIRED_TIMEOUT",
            "CompiledFilter", "ConsumerFilterManager", "is_tag_type"]
@@ -170,6 +170,10 @@ class ConsumerFilterManager:
         self.compilations += 1
         if expression_type != "SQL92":
             return FilterCompileError(f"expression type {expression_type} is not supported")
+        if len(expression) > MAX_SUBSCRIPTION_EXPRESSION_LENGTH:
+            # the bound TAG expressions have: parsing is linear, but it runs on the reactor
+            return FilterCompileError(f"expression of {len(expression)} characters exceeds "
+                                      f"{MAX_SUBSCRIPTION_EXPRESSION_LENGTH}")
         try:
             return self._compile(expression)
         except Exception as e:  # FilterExpressionError; anything else is a parser bug, refused the same way

@@ -271,6 +271,12 @@ class FilterManagerTests(Sql92TestCase):
                 filters.get("g", "T", "SQL92", "a >")
         self.assertEqual(compiled, ["a >"])
 
+    def test_overlong_refused_unparsed(self) -> None:
+        filters = ConsumerFilterManager(compiler=stub_compile)
+        with self.assertRaises(FilterCompileError):
+            filters.get("g", "T", "SQL92", "a = 1 OR " * 10_000 + "a = 2")
+        self.assertEqual(compiled, [])
+
     def test_forgotten_with_the_group(self) -> None:
         self.sql_heartbeat("a > 5")
         filters = self.controller.consumer_manager.filters
