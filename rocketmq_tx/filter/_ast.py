@@ -123,30 +123,25 @@ class BooleanCast(Node):
         return str(self.operand)
 
 
-class Logic(Node):
+class Binary(Node):
+    """A boolean operator between two operands, printed as Java's ``BinaryExpression``."""
+
+    boolean = True
+    kind = B
+
+    def __init__(self, symbol: str, left: Node, right: Node) -> None:
+        self.symbol, self.left, self.right = symbol, left, right
+
+    def __str__(self) -> str:
+        return f"({self.left} {self.symbol} {self.right})"
+
+
+class Logic(Binary):
     """``AND`` (``&&``) and ``OR`` (``||``) with SQL's three-valued logic, left first."""
 
-    boolean = True
-    kind = B
 
-    def __init__(self, symbol: str, left: Node, right: Node) -> None:
-        self.symbol, self.left, self.right = symbol, left, right
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.symbol} {self.right})"
-
-
-class Compare(Node):
+class Compare(Binary):
     """``ComparisonExpression``: ``==`` (also IS NULL, and under ``<>``) ``>``, ``>=``, ``<``, ``<=``."""
-
-    boolean = True
-    kind = B
-
-    def __init__(self, symbol: str, left: Node, right: Node) -> None:
-        self.symbol, self.left, self.right = symbol, left, right
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.symbol} {self.right})"
 
 
 class In(Node):
