@@ -82,7 +82,7 @@ REFUSAL_CODES = frozenset({
     ResponseCode.SYSTEM_ERROR, ResponseCode.SYSTEM_BUSY, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
     ResponseCode.MESSAGE_ILLEGAL, ResponseCode.NO_PERMISSION, ResponseCode.TOPIC_NOT_EXIST,
     ResponseCode.SUBSCRIPTION_PARSE_FAILED, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-    ResponseCode.INVALID_PARAMETER,
+    ResponseCode.INVALID_PARAMETER, ResponseCode.FILTER_DATA_NOT_EXIST,
 })
 
 

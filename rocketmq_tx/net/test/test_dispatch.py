@@ -58,6 +58,17 @@ class RefusalLogTests(SynchronousTestCase):
             "refused request code 99 from 10.0.0.9:4321: response code 3,  request type 99 not supported",
         ])
 
+    def test_expression_refusals(self) -> None:
+        """A subscription expression that does not parse, at subscribe or at the pull."""
+        with capturedLogs() as events:
+            for _ in range(2):
+                self.call(answer="23", remark="bad sql")  # SUBSCRIPTION_PARSE_FAILED
+                self.call(answer="27", remark="no filter data")  # FILTER_DATA_NOT_EXIST
+        self.assertEqual(refusals(events), [
+            "refused request code 10 from 10.0.0.9:4321: response code 23, bad sql",
+            "refused request code 10 from 10.0.0.9:4321: response code 27, no filter data",
+        ])
+
     def test_one_line_per_refusal(self) -> None:
         """A remark echoing a peer's newline cannot forge a second log line."""
         with capturedLogs() as events:
