@@ -195,6 +195,61 @@ fail:
 }
 
 /*
+ * record_properties(record: bytes) -> dict | None: the properties of one CommitLog record,
+ * skipping everything else (the twin: rocketmq_tx.store.reader._record_properties). Every
+ * length is compared with the space left, never added to a position first.
+ */
+static PyObject *record_properties(PyObject *self, PyObject *record)
+{
+    if (!PyBytes_Check(record)) {
+        PyErr_SetString(PyExc_TypeError, "record_properties() needs bytes");
+        return NULL;
+    }
+    const unsigned char *r = (const unsigned char *)PyBytes_AS_STRING(record);
+    Py_ssize_t n = PyBytes_GET_SIZE(record);
+    if (n < 40)
+        Py_RETURN_NONE;
+    int32_t magic = (int32_t)rd32(r + 4);
+    uint32_t sys_flag = rd32(r + 36);
+    Py_ssize_t at = 48 + ((sys_flag & BORN_V6) ? 20 : 8) + 8 + ((sys_flag & STORE_V6) ? 20 : 8) + 12;
+    if (n - at < 4)
+        Py_RETURN_NONE;
+    int32_t body_length = (int32_t)rd32(r + at);
+    if (body_length < 0 || n - at - 4 < body_length)
+        Py_RETURN_NONE;
+    at += 4 + body_length;
+    if (magic == MAGIC_V2) {
+        if (n - at < 2)
+            Py_RETURN_NONE;
+        int16_t topic_length = rd16s(r + at);
+        if (topic_length < 0 || n - at - 2 < topic_length)
+            Py_RETURN_NONE;
+        at += 2 + topic_length;
+    } else {
+        if (n - at < 1)
+            Py_RETURN_NONE;
+        Py_ssize_t topic_length = r[at];
+        if (n - at - 1 < topic_length)
+            Py_RETURN_NONE;
+        at += 1 + topic_length;
+    }
+    if (n - at < 2)
+        Py_RETURN_NONE;
+    int16_t length = rd16s(r + at);
+    at += 2;
+    if (length < 0 || n - at < length)
+        Py_RETURN_NONE;
+    if (length == 0)
+        return PyDict_New();
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)r + at, length, "replace");
+    if (text == NULL)
+        return NULL;
+    PyObject *out = string_to_properties(self, text);
+    Py_DECREF(text);
+    return out;
+}
+
+/*
  * k, v = item as Python unpacks it, as new references: an exact 2-tuple directly, anything
  * else through iter() (ValueError for another length, TypeError for a non-iterable).
  */
@@ -2126,6 +2181,7 @@ static PyMethodDef methods[] = {
      "One property's value from a properties string, or None."},
     {"string_to_properties", string_to_properties, METH_O, "A properties string as a dict."},
     {"properties_to_string", properties_to_string, METH_O, "A dict of properties as a properties string."},
+    {"record_properties", record_properties, METH_O, "The properties of one CommitLog record, or None."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL, "One CommitLog record."},
     {"validate_record", (PyCFunction)(void (*)(void))validate_record, METH_FASTCALL,
      "Structural check of a CommitLog record (recovery)."},

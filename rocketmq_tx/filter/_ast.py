@@ -516,6 +516,19 @@ def _compile_equal(node: Compare, lk: str, rk: str) -> Evaluator:
                 return None if v is None else v == const
             return prop_string
         convert = _converter(lk, rk)
+        if lk == S and rk in (I, L):
+            # The common shape, `a = 0`: plain ASCII digits short enough for the type parse
+            # as Integer/Long.valueOf would; anything else takes Java's full conversion.
+            digits = 10 if rk == I else 19
+
+            def prop_number(props: Mapping[str, str]) -> Any:
+                v = props.get(name)
+                if v is None:
+                    return None
+                if len(v) < digits and v.isdigit() and v.isascii():
+                    return int(v) == const
+                return convert(v, const) == 0
+            return prop_number
 
         def prop_const(props: Mapping[str, str]) -> Any:
             v = props.get(name)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageConst, MessageExt, string_to_properties
 from rocketmq_tx.common.messagecodec import MESSAGE_MAGIC_CODE_V2, decode_message, java_string_hash
+from rocketmq_tx.common.native import speedups
 from rocketmq_tx.common.sysflag import MessageSysFlag
 from rocketmq_tx.store.config import BrokerRole
 from rocketmq_tx.store.consumequeue import FILLER_SIZE
@@ -23,6 +24,7 @@ from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE
 from rocketmq_tx.store.status import GetMessageResult, GetMessageStatus
 
 if TYPE_CHECKING:
+    from rocketmq_tx.store.mappedfile import MappedFile
     from rocketmq_tx.store.store import DefaultMessageStore
 
 __all__ = ["MessageFilter", "CommitLogFilter", "TagsFilter", "QueryMessageResult", "StoreReader", "record_properties"]
@@ -51,7 +53,7 @@ _BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
 _STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 
 
-def record_properties(record: bytes) -> dict[str, str] | None:
+def _record_properties(record: bytes) -> dict[str, str] | None:
     """
     The properties of one CommitLog record (Java ``MessageDecoder.decodeProperties``),
     skipping the body and everything else; ``None`` for a record too short or inconsistent.
@@ -79,6 +81,11 @@ def record_properties(record: bytes) -> dict[str, str] | None:
     if length < 0 or start + length > len(record):
         return None
     return string_to_properties(str(record[start:start + length], "utf-8", "replace")) if length else {}
+
+
+#: The SQL92 scan reads every candidate record's properties: in C it is about a fifth of the cost.
+record_properties: Callable[[bytes], dict[str, str] | None] = \
+    speedups.record_properties if speedups else _record_properties
 
 
 class TagsFilter:
@@ -170,6 +177,10 @@ class StoreReader:
                     by_log = getattr(message_filter, "is_matched_by_commit_log", None)
                     i = 0
                     unpack = CQ_ENTRY.unpack_from
+                    # The CommitLog file of the last record read: consecutive entries mostly
+                    # point into the same one, so the lookup is skipped for them.
+                    log_file: MappedFile | None = None
+                    log_from = log_end = 0
                     while i < limit:
                         offset_py, size_py, tags_code = unpack(data, i)
                         if size_py == FILLER_SIZE and offset_py == 0:
@@ -189,7 +200,15 @@ class StoreReader:
                                 status = GetMessageStatus.NO_MATCHED_MESSAGE
                             i += CQ_STORE_UNIT_SIZE
                             continue
-                        record = self.commit_log.get_message(offset_py, size_py)
+                        record = None
+                        if not log_from <= offset_py < log_end or offset_py + size_py > log_end:
+                            log_file = self.commit_log.mapped_file_queue.find_mapped_file_by_offset(
+                                offset_py, offset_py == 0)
+                            if log_file is not None:
+                                log_from = log_file.file_from_offset
+                                log_end = log_from + log_file.wrote_position
+                        if log_file is not None and log_from <= offset_py and offset_py + size_py <= log_end:
+                            record = log_file.read(offset_py - log_from, size_py)
                         if record is None:
                             if result.buffer_total_size == 0:
                                 status = GetMessageStatus.MESSAGE_WAS_REMOVING

@@ -23,6 +23,7 @@ from rocketmq_tx.common.message import MessageExt
 from rocketmq_tx.common.messagecodec import decode_messages, encode_message
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.api import ConsumerData, HeartbeatData, SubscriptionData
+from rocketmq_tx.store import reader
 from rocketmq_tx.store.reader import record_properties
 
 
@@ -162,14 +163,14 @@ class PullTests(Sql92TestCase):
         """An expression requiring TAGS skips other tags without reading their records."""
         filt = SqlFilter(stub_compile("TAGS = 'x' AND a > 5"))
         self.assertIsNotNone(filt.codes)
-        reads: list[int] = []
-        get = self.store.commit_log.get_message
+        reads: list[bytes] = []
+        read_properties = reader.record_properties
 
-        def counting(offset: int, size: int) -> bytes | None:
-            reads.append(offset)
-            return get(offset, size)
+        def counting(record: bytes) -> dict[str, str] | None:
+            reads.append(record)
+            return read_properties(record)
 
-        self.store.commit_log.get_message = counting  # type: ignore[method-assign]
+        self.patch(reader, "record_properties", counting)
         for i in range(4):
             self.put_props(TAGS="y", a="9", body=b"y%d" % i)
         self.put_props(TAGS="x", a="9", body=b"x")

@@ -22,12 +22,13 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common import message, messagecodec, native
 from rocketmq_tx.common.errors import MessageFormatError
+from rocketmq_tx.common.message import properties_to_string
 from rocketmq_tx.common.messagecodec import encode_record, pack_host
 from rocketmq_tx.remoting import serialization
 from rocketmq_tx.remoting.codes import SerializeType
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import LocalProtocolError, RemoteProtocolError
-from rocketmq_tx.store import commitlog, index
+from rocketmq_tx.store import commitlog, index, reader
 from rocketmq_tx.testing import in_ci
 
 speedups = native.speedups
@@ -70,6 +71,7 @@ class NativeTests(SynchronousTestCase):
         self.assertIs(messagecodec.java_string_hash, speedups.java_string_hash)
         self.assertIs(commitlog.get_property, speedups.get_property)
         self.assertIs(message.string_to_properties, speedups.string_to_properties)
+        self.assertIs(reader.record_properties, speedups.record_properties)
         self.assertIs(serialization.decode_rocketmq_header, speedups.decode_rocketmq_header)
         self.assertIs(serialization.encode_rocketmq_header, speedups.encode_rocketmq_header)
 
@@ -139,6 +141,29 @@ class NativeTests(SynchronousTestCase):
         check = data.draw(st.booleans())
         self.assertEqual(speedups.validate_record(buf, offset, check, {}),
                          commitlog._validate_record(buf, offset, check, {}))
+
+    @given(st.data())
+    def test_record_properties(self, data: st.DataObject) -> None:
+        topic = data.draw(st.binary(min_size=1, max_size=300))
+        body = data.draw(st.binary(max_size=64))
+        props = properties_to_string(data.draw(st.dictionaries(st.text(max_size=5), st.text(max_size=8),
+                                                                max_size=4))).encode()
+        props = data.draw(st.sampled_from([props, props + data.draw(st.binary(max_size=6))]))
+        host = data.draw(st.sampled_from([pack_host("10.0.0.1", 1), pack_host("::1", 2)]))
+        record = encode_record(topic=topic, body=body, properties=props[:32767], queue_id=3, flag=0,
+                               queue_offset=7, commit_log_offset=100, sys_flag=0, born_timestamp=1,
+                               born_host=host, store_timestamp=2, store_host=host)
+        buf = bytearray(record)
+        for _ in range(data.draw(st.integers(0, 3))):  # damage: flip bytes, or cut the record
+            i = data.draw(st.integers(0, len(buf) - 1))
+            buf[i] = data.draw(st.integers(0, 255))
+        cut = bytes(buf[: data.draw(st.integers(0, len(buf)))])
+        self.assertEqual(speedups.record_properties(cut), reader._record_properties(cut))
+
+    def test_record_properties_any_bytes(self) -> None:
+        for raw in (b"", b"\0" * 39, b"\xff" * 200, bytes(range(256)) * 2):
+            self.assertEqual(speedups.record_properties(raw), reader._record_properties(raw))
+        self.assertRaises(TypeError, speedups.record_properties, bytearray(100))
 
     def test_validate_record_blank_and_crc(self) -> None:
         blank = struct.pack(">ii", 100, -875286124) + bytes(92)

@@ -401,3 +401,20 @@ class PropertyTests(SynchronousTestCase):
         f = compile_sql92("p = '" + value.replace("'", "''") + "'")
         self.assertTrue(f.matches({"p": value}))
         self.assertFalse(f.matches({"p": value + "x"}))
+
+
+class NumberEqualityTests(SynchronousTestCase):
+    """``prop = <integer>`` takes a shortcut for plain ASCII digits; it answers as the full
+    Integer/Long.valueOf conversion does (values recorded from rocketmq-filter 5.5.0)."""
+
+    def test_shortcut_agrees(self) -> None:
+        cases = [
+            ("a = 7", "7", T), ("a = 7", "007", T), ("a = 7", "+7", T), ("a = 7", "8", F),
+            ("a = 0", "-0", T), ("a = 0", "", X), ("a = 0", " 0", X), ("a = 7", "\u0667", T),
+            ("a = 2147483647", "2147483647", T), ("a = 1", "2147483648", X),
+            ("a = 2147483648", "2147483648", T), ("a = 2147483648", "9223372036854775808", X),
+            ("a = 2147483648", "000000000002147483648", T),
+        ]
+        for expression, value, java in cases:
+            with self.subTest(expression=expression, value=value):
+                self.assertEqual(_evaluate(compile_sql92(expression), {"a": value}), java)
