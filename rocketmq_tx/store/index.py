@@ -307,7 +307,8 @@ class IndexService:
         os.makedirs(self.store_path, exist_ok=True)
         ms = self.now_ms()
         name = _file_time_name(ms)
-        while any(os.path.basename(f.path) == name for f in self.files):
+        taken = {os.path.basename(f.path) for f in self.files}  # once: a stopped clock rolls many in one ms
+        while name in taken:
             ms += 1
             name = _file_time_name(ms)
         f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num,

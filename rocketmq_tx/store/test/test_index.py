@@ -101,6 +101,16 @@ class IndexServiceTests(SynchronousTestCase):
         self.assertTrue(re.fullmatch(r"\d{17}", name))
         s.shutdown()
 
+    def test_stopped_clock_names(self) -> None:
+        """Files rolled within one millisecond take the next free names, in order."""
+        service = IndexService(temp_root(self), 4, 2, lambda: 1_700_000_000_000)  # one key per file
+        for i in range(5):
+            service.build_index("T", 100 * i, 1_700_000_000_000, 0, f"k{i}", None)
+        names = [os.path.basename(f.path) for f in service.files]
+        self.assertEqual(names, sorted(set(names)))
+        self.assertEqual(len(names), 5)
+        self.assertEqual(int(names[-1]) - int(names[0]), 4)
+
 
 _ = (IndexService, settings)
 
