@@ -1,12 +1,13 @@
 # -*- test-case-name: rocketmq_tx.blocking.test.test_trace -*-
 """
 :class:`BlockingTraceDispatcher`: message trace for the
-:class:`~rocketmq_tx.blocking.client.BlockingProducer` (``enable_msg_trace=True``). Pub
-records gather as in Java's ``AsyncTraceDispatcher`` (:class:`~rocketmq_tx.common.trace.TraceBatcher`),
-but a blocking client has no thread of its own: a batch whose first record waited 500 ms
-leaves after the producer's next send, a full one at once, and the rest at
-:meth:`~rocketmq_tx.blocking.client.BlockingProducer.close` (or ``flush_traces()``). A
-failed trace send is logged and dropped.
+:class:`~rocketmq_tx.blocking.client.BlockingProducer` and the
+:class:`~rocketmq_tx.blocking.transaction.BlockingTransactionProducer`
+(``enable_msg_trace=True``). Pub (and EndTransaction) records gather as in Java's
+``AsyncTraceDispatcher`` (:class:`~rocketmq_tx.common.trace.TraceBatcher`), but a blocking
+client has no thread of its own: a batch whose first record waited 500 ms leaves after the
+producer's next request, a full one at once, and the rest at ``close()`` (or
+``flush_traces()``). A failed trace send is logged and dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING, TypeVar
 
 from rocketmq_tx.common import trace
+from rocketmq_tx.common.message import Message
 from rocketmq_tx.common.trace import TraceBatcher
 from rocketmq_tx.remoting.api import PreparedMessage, SendResult
 from rocketmq_tx.remoting.errors import RocketMQError
@@ -31,6 +33,7 @@ from rocketmq_tx.remoting.traceapi import (
 
 if TYPE_CHECKING:
     from rocketmq_tx.blocking.client import BlockingMQClient
+    from rocketmq_tx.remoting.transactionapi import LocalTransactionState
 
 __all__ = ["BlockingTraceDispatcher"]
 
@@ -66,6 +69,13 @@ class BlockingTraceDispatcher:
         """``ProducerBase.send_trace``: keep the Pub record (sent by :meth:`send_due`)."""
         ctx = pub_record(self.group, self.trace_topic, prepared, broker_addr, result, started_ms)
         if ctx is not None:
+            self._ready += self.batcher.add(ctx)
+
+    def on_end_transaction(self, msg: Message, msg_id: str, broker_addr: str, state: LocalTransactionState,
+                           from_check: bool) -> None:
+        """``TransactionProducerBase.end_trace``: keep the EndTransaction record."""
+        if not msg.topic.startswith(self.trace_topic):
+            ctx = trace.end_transaction_context(self.group, msg, msg_id, broker_addr, state.value, from_check)
             self._ready += self.batcher.add(ctx)
 
     def send_due(self) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.blocking.client import BlockingMQClient
 from rocketmq_tx.blocking.connection import serving
+from rocketmq_tx.blocking.trace import BlockingTraceDispatcher
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import Message, MessageConst
 from rocketmq_tx.remoting import api
@@ -57,6 +58,9 @@ class BlockingTransactionProducer(TransactionProducerBase):
         this group's half messages (Java ``checkLocalTransaction``).
     :param heartbeat_interval: seconds between heartbeats to a broker, sent when the
         producer is used.
+    :param enable_msg_trace: Java's ``enableMsgTrace``: a Pub record per answered send and an
+        EndTransaction record per END_TRANSACTION (after the local transaction and after each
+        check answered), sent to *trace_topic* after a later send or check, or at :meth:`close`.
     """
 
     def __init__(self, group: str, namesrv_addr: str, *, local_transaction: LocalTransaction | None = None,
@@ -64,7 +68,8 @@ class BlockingTransactionProducer(TransactionProducerBase):
                  client_id: str | None = None, tls: TlsSettings | None = None, access_key: str | None = None,
                  secret_key: str | None = None, security_token: str | None = None,
                  credentials: SessionCredentials | None = None,
-                 heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL, **settings: Any) -> None:
+                 heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL, enable_msg_trace: bool = False,
+                 trace_topic: str | None = None, **settings: Any) -> None:
         self.client = BlockingMQClient.create(namesrv_addr, timeout=send_timeout, client_id=client_id, tls=tls,
                                               access_key=access_key, secret_key=secret_key,
                                               security_token=security_token, credentials=credentials)
@@ -76,9 +81,18 @@ class BlockingTransactionProducer(TransactionProducerBase):
         self._heartbeats: dict[str, float] = {}
         # Before any connection exists: connections copy the handler table.
         self.client.remoting.handlers[RequestCode.CHECK_TRANSACTION_STATE] = self._check
+        self.trace_dispatcher = BlockingTraceDispatcher(self.client, group, trace_topic) \
+            if enable_msg_trace else None
+        if self.trace_dispatcher is not None:
+            self.send_trace = self.trace_dispatcher.on_send
+            self.end_trace = self.trace_dispatcher.on_end_transaction
 
     def _run(self, plan: Plan[Any]) -> Any:
-        return self.client.run(plan)
+        try:
+            return self.client.run(plan)
+        finally:
+            if self.trace_dispatcher is not None:
+                self.trace_dispatcher.send_due()
 
     def __enter__(self) -> BlockingTransactionProducer:
         return self
@@ -86,9 +100,17 @@ class BlockingTransactionProducer(TransactionProducerBase):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def flush_traces(self) -> None:
+        """Send the trace records waiting now (``close()`` does it too)."""
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.flush()
+
     def close(self) -> None:
-        """Close the connections."""
-        self.client.close()
+        """Send the trace records waiting (if tracing), then close the connections."""
+        try:
+            self.flush_traces()
+        finally:
+            self.client.close()
 
     def send_message_in_transaction(self, msg: Message, arg: Any = None, *,
                                     local_transaction: LocalTransaction | None = None) -> TransactionSendResult:
@@ -122,7 +144,10 @@ class BlockingTransactionProducer(TransactionProducerBase):
         that are due are sent first); how many server requests were served.
         """
         self.heartbeat(due_only=True)
-        return self.client.remoting.poll(seconds)
+        served = self.client.remoting.poll(seconds)
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.send_due()
+        return served
 
     def _check(self, request: RemotingCommand) -> None:
         # Java's ClientRemotingProcessor.checkTransactionState, then the producer's answer.
@@ -146,8 +171,9 @@ class BlockingTransactionProducer(TransactionProducerBase):
         except Exception as e:  # the application's failure answers UNKNOW with a remark
             log.exception("check listener failed for %s", msg.msg_id)
             error = e
-        answer = self.check_answer(header, msg, state, error, broker_name=request.ext_fields.get("bname"))
         conn = serving.get()
+        answer = self.check_answer(header, msg, state, error, broker_name=request.ext_fields.get("bname"),
+                                   broker_addr=conn.addr if conn is not None else None)
         if conn is not None:
             try:
                 conn.invoke_oneway(answer)

@@ -30,10 +30,12 @@ from rocketmq_tx.client.consumer import (
 )
 from rocketmq_tx.client.offsets import Failures
 from rocketmq_tx.client.rebalance import RebalanceImpl
+from rocketmq_tx.client.trace import CONSUME, AsyncTraceDispatcher
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.rebalance import STRATEGIES
 from rocketmq_tx.common.route import TopicRouteData
+from rocketmq_tx.common.trace import ConsumeReturnType
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import ConsumerData, MessageSelector, MQClientError, PullStatus, SubscriptionData
 
@@ -55,6 +57,10 @@ class LitePullConsumer(ConsumerBase):
     :param poll_interval: seconds between rounds of pulls while :meth:`poll` finds nothing.
     :param allocate: subscribe mode: ``"AVG"`` (Java's default), ``"AVG_BY_CIRCLE"`` or
         ``"CONSISTENT_HASH"``, rebalanced every *rebalance_interval* seconds.
+    :param enable_msg_trace: Java's ``enableMsgTrace``: each pull that finds messages gives a
+        SubBefore and a SubAfter trace record per message (success, as Java's lite-pull
+        consumer records them right after the pull), sent to *trace_topic* (default
+        ``RMQ_SYS_TRACE_TOPIC``).
     :param client: ``instance``, ``tls``, ``timeout`` and the ACL 1.0 credentials: see
         :class:`~rocketmq_tx.client.consumer.InstanceOptions`.
     """
@@ -63,6 +69,7 @@ class LitePullConsumer(ConsumerBase):
                  auto_commit: bool = True, auto_commit_interval: float = 5.0,
                  consume_from_where: str = CONSUME_FROM_LAST_OFFSET, consume_timestamp_ms: int | None = None,
                  poll_interval: float = 0.2, allocate: str = "AVG", rebalance_interval: float = 20.0,
+                 enable_msg_trace: bool = False, trace_topic: str | None = None,
                  **client: Unpack[InstanceOptions]) -> None:
         ConsumerBase.__init__(self, group, namesrv_addr, reactor, consume_from_where=consume_from_where,
                               consume_timestamp_ms=consume_timestamp_ms, rebalance_interval=rebalance_interval,
@@ -83,10 +90,14 @@ class LitePullConsumer(ConsumerBase):
         self._subscribed: dict[str, str | MessageSelector] = {}
         self.rebalance_impl = RebalanceImpl(self.instance, group, STRATEGIES[allocate])
         self._rebalancing = False
+        self.trace_dispatcher = AsyncTraceDispatcher(self.instance, group, CONSUME, trace_topic) \
+            if enable_msg_trace else None
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Register with the client instance (heartbeats as a pull consumer) and start auto-commit."""
+        if self.trace_dispatcher is not None:
+            self.trace_dispatcher.start()
         ConsumerBase.start(self)
         if self._mode == "subscribe":
             self._start_rebalancing()
@@ -101,6 +112,8 @@ class LitePullConsumer(ConsumerBase):
                 await self.commit()
             except Exception as e:  # stopping must not fail because a broker is gone
                 log.warn("final commit failed: {error}", error=e)
+        if self.trace_dispatcher is not None:
+            await self.trace_dispatcher.stop()
 
     def _consumer_data(self) -> ConsumerData:
         topics = set(self._subscribed) | {q.topic for q in self.assigned}
@@ -287,6 +300,12 @@ class LitePullConsumer(ConsumerBase):
                      next=result.next_begin_offset)
         self.pull_offsets[mq] = result.next_begin_offset
         self.consumed[mq] = result.next_begin_offset
+        tracer = self.trace_dispatcher
+        if tracer is not None and result.msg_found_list:
+            # Java's lite-pull consumer runs both hooks right after the pull, as a success.
+            before = tracer.before_consume(result.msg_found_list)
+            if before is not None:
+                tracer.after_consume_as(before, len(result.msg_found_list), True, ConsumeReturnType.SUCCESS)
         return result.msg_found_list
 
 

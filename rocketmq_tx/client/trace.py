@@ -158,5 +158,9 @@ class AsyncTraceDispatcher:
             return_type = ConsumeReturnType.SUCCESS
         else:
             return_type = ConsumeReturnType.FAILED
-        self.append(trace.sub_after_context(before, len(batch), not raised and name in _SUCCESS, return_type))
+        self.after_consume_as(before, len(batch), not raised and name in _SUCCESS, return_type)
+
+    def after_consume_as(self, before: TraceContext, count: int, success: bool, return_type: ConsumeReturnType) -> None:
+        """The SubAfter records of *count* messages, with the outcome given."""
+        self.append(trace.sub_after_context(before, count, success, return_type))
 

@@ -8,8 +8,10 @@ from typing import Any
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.blocking import BlockingTransactionProducer
+from rocketmq_tx.common import trace
 from rocketmq_tx.common.message import Message, MessageExt
 from rocketmq_tx.common.sysflag import MessageSysFlag
+from rocketmq_tx.common.trace import TraceType
 from rocketmq_tx.remoting.transactionapi import LocalTransactionState
 from rocketmq_tx.testing.fakebroker import HALF_TOPIC, ThreadedFakeServer
 
@@ -68,3 +70,33 @@ class BlockingTransactionProducerTests(SynchronousTestCase):
         self.producer.send(Message("T", b"plain"))
         self.wait_for(lambda: len(self.cluster.ended) == 2)
         self.assertEqual(len(self.checked), 1)
+
+
+class BlockingTransactionTraceTests(SynchronousTestCase):
+    def test_pub_and_end_transaction_records(self) -> None:
+        """With trace on, the half message's Pub record and an EndTransaction record per END_TRANSACTION
+        (the local transaction's, then a check's) reach the trace topic by close()."""
+        server = ThreadedFakeServer()
+        self.addCleanup(server.close)
+        server.cluster.add_topic("T", 1)
+        server.cluster.add_topic(trace.RMQ_SYS_TRACE_TOPIC, 1)
+        producer = BlockingTransactionProducer("TXG", server.namesrv_addr, enable_msg_trace=True,
+                                               check_listener=lambda msg: LocalTransactionState.ROLLBACK_MESSAGE,
+                                               local_transaction=lambda msg, arg: arg)
+        self.addCleanup(producer.close)
+        result = producer.send_message_in_transaction(Message("T", b"b", properties={"KEYS": "k"}),
+                                                      LocalTransactionState.UNKNOW)
+        broker = server.cluster.brokers["broker-a"]
+        (half,) = server.cluster.messages[("broker-a", HALF_TOPIC, 0)]
+        server.push(broker, server.cluster.check_request("broker-a", half.commit_log_offset))
+        self.assertEqual(producer.serve_checks(0.5), 1)
+        producer.close()
+        records = [c for m in server.cluster.messages[("broker-a", trace.RMQ_SYS_TRACE_TOPIC, 0)]
+                   for c in trace.decode(m.body.decode())]
+        self.assertEqual([r.trace_type for r in records], [TraceType.Pub, TraceType.EndTransaction,
+                                                           TraceType.EndTransaction])
+        self.assertEqual({r.group_name for r in records}, {"TXG"})
+        self.assertEqual({r.beans[0].msg_id for r in records}, {result.msg_id})
+        self.assertEqual([(r.beans[0].transaction_state, r.beans[0].from_transaction_check) for r in records[1:]],
+                         [(LocalTransactionState.UNKNOW.value, False),
+                          (LocalTransactionState.ROLLBACK_MESSAGE.value, True)])

@@ -8,7 +8,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.client import LocalTransactionState, Message, MessageQueue, Producer, TransactionProducer
 from rocketmq_tx.client.instance import MQClientInstance
-from rocketmq_tx.client.litepull import CONSUME_FROM_FIRST_OFFSET
+from rocketmq_tx.client.litepull import CONSUME_FROM_FIRST_OFFSET, LitePullConsumer
 from rocketmq_tx.client.push import ConsumeStatus, PushConsumer
 from rocketmq_tx.common import trace
 from rocketmq_tx.common.message import MessageExt
@@ -138,6 +138,38 @@ class TraceTests(SynchronousTestCase):
                          [(sent[0].msg_id, True, ConsumeReturnType.SUCCESS),
                           (sent[1].msg_id, False, ConsumeReturnType.FAILED)])
         self.assertEqual([a.request_id for a in afters], [b.request_id for b in befores])
+        d = consumer.stop()
+        self.net.flush()
+        self.successResultOf(d)
+
+    def test_lite_pull_consumer_records(self) -> None:
+        """A pull that finds messages gives one SubBefore and one SubAfter (success) per message."""
+        producer = Producer("PG", instance=self.instance)
+        sent = []
+        for body in (b"a", b"b"):
+            d = producer.send(Message("T", body), queue=MessageQueue("T", "broker-a", 0))
+            self.net.flush()
+            sent.append(self.successResultOf(d))
+        consumer = LitePullConsumer("LG", instance=self.instance, consume_from_where=CONSUME_FROM_FIRST_OFFSET,
+                                    enable_msg_trace=True, auto_commit=False)
+        consumer.assign([MessageQueue("T", "broker-a", 0)])
+        consumer.start()
+        d = consumer.poll(timeout=1.0)
+        self.net.flush()
+        self.assertEqual([m.body for m in self.successResultOf(d)], [b"a", b"b"])
+        d = consumer.poll(timeout=0.5)  # nothing more: no records
+        for _ in range(5):
+            self.net.advance(0.2)
+        self.assertEqual(self.successResultOf(d), [])
+        self.net.advance(0.6)
+        records = self.records()
+        befores = [r for r in records if r.trace_type is TraceType.SubBefore]
+        afters = [r for r in records if r.trace_type is TraceType.SubAfter]
+        self.assertEqual([r.beans[0].msg_id for r in befores], [s.msg_id for s in sent])
+        self.assertEqual([r.beans[0].msg_id for r in afters], [s.msg_id for s in sent])
+        self.assertEqual({r.group_name for r in befores + afters}, {"LG"})
+        self.assertEqual({r.request_id for r in befores + afters}, {befores[0].request_id})  # one pull
+        self.assertEqual({(r.success, r.context_code) for r in afters}, {(True, ConsumeReturnType.SUCCESS)})
         d = consumer.stop()
         self.net.flush()
         self.successResultOf(d)
