@@ -22,7 +22,10 @@ peers, in one run:
 * our broker with ``enablePropertyFilter=false`` refuses with Java's SYSTEM_ERROR remark.
 
 The Java broker is 4.9.7 (rocketmq-broker 4.9.8 was never published, compat-tests/README.md);
-it has no 5.x operators (CONTAINS, STARTSWITH, ENDSWITH), so the table keeps to 4.9's grammar.
+it has no 5.x operators (CONTAINS, STARTSWITH, ENDSWITH), so the table keeps to 4.9's grammar,
+and ``EXPRESSIONS_5X`` (those operators) is pulled by our ``BlockingPullClient`` from our
+broker and from the Java 5.5.0 broker (also ``enablePropertyFilter=true``, the same messages):
+identical sets, and the sets written down by hand.
 """
 
 from __future__ import annotations
@@ -104,6 +107,20 @@ EXPRESSIONS: dict[str, list[str] | None] = {
     "TRUE": sorted(MESSAGES),
     "FALSE": [],
 }
+#: 5.x's string operators (Java 5.x grammar; 4.9 reads them as identifiers).
+EXPRESSIONS_5X: dict[str, list[str] | None] = {
+    "b CONTAINS 're'": ["m00", "m03", "m04", "m05"],  # case-sensitive: not m08 (Red)
+    "b NOT CONTAINS 'e'": ["m10"],  # an absent property is not selected
+    "b STARTSWITH 'r'": ["m00", "m03", "m05"],
+    "b ENDSWITH 'e'": ["m01", "m06"],
+    "b NOT STARTSWITH 'b'": None,
+    "b NOT ENDSWITH 'd'": None,
+    "a CONTAINS '1'": ["m00", "m02", "m06", "m08"],  # a property is a string to these operators
+    "TAGS STARTSWITH 'Tag' AND a > 5": ["m02", "m06"],
+    "b CONTAINS ''": [],  # Java answers FALSE for an empty search string
+    "NOT (b CONTAINS 'e') OR a < 0": None,
+}
+
 MALFORMED = ["a >", "(a > 1", "a = = 1"]
 
 
@@ -139,6 +156,23 @@ def tx(tmp_path_factory):
         no_problems(broker)
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="module")
+def java5(java_classpath_5):
+    """The Java 5.5.0 broker with enablePropertyFilter=true, holding MESSAGES (for EXPRESSIONS_5X)."""
+    ns, ns_addr, home = rj.start_namesrv(java_classpath_5, label="sql-java5")
+    broker = None
+    try:
+        broker, addr, _ = rj.start_broker(java_classpath_5, ns_addr, broker_name="java5-sql",
+                                          cluster="Java5SqlCluster", extra={"enablePropertyFilter": "true"}, home=home)
+        rj.wait_for_registration(ns_addr)
+        fill(ns_addr, addr, "java5-sql")
+        yield dict(namesrv=ns_addr, addr=addr)
+    finally:
+        if broker is not None:
+            broker.stop(grace=30)
+        ns.stop()
 
 
 @pytest.fixture(scope="module")
@@ -218,11 +252,11 @@ def test_java_pull_expected_sets(tables, version):
                 assert got[sql] == want, (broker, sql)
 
 
-def python_table(namesrv: str) -> dict[str, list[str]]:
+def python_table(namesrv: str, expressions: dict[str, list[str] | None] = EXPRESSIONS) -> dict[str, list[str]]:
     rows = {}
     with BlockingPullClient("SqlPythonPull", namesrv) as puller:
         queues = puller.fetch_queues(TOPIC)
-        for sql in EXPRESSIONS:
+        for sql in expressions:
             bodies: set[str] = set()
             for mq in queues:
                 offset, end = 0, puller.max_offset(mq)
@@ -242,6 +276,18 @@ def test_python_pull_client_same_sets(tx, java, tables):
     ours, theirs = python_table(tx["namesrv"]), python_table(java["namesrv"])
     assert ours == theirs
     assert ours == tables[("4.9.8", "java")]
+
+
+def test_5x_operators_same_sets_as_java5(tx, java5):
+    """CONTAINS, STARTSWITH, ENDSWITH and their NOT forms select the same messages on our broker
+    as on the Java 5.5.0 broker."""
+    ours, theirs = python_table(tx["namesrv"], EXPRESSIONS_5X), python_table(java5["namesrv"], EXPRESSIONS_5X)
+    differ = {sql: (ours[sql], theirs[sql]) for sql in EXPRESSIONS_5X if ours[sql] != theirs[sql]}
+    assert not differ, "expression: (our broker, Java 5.5.0 broker)\n" + "\n".join(
+        f"{k}: {v}" for k, v in differ.items())
+    for sql, want in EXPRESSIONS_5X.items():
+        if want is not None:
+            assert ours[sql] == want, sql
 
 
 @pytest.mark.parametrize("broker", ["tx", "java"])
