@@ -27,6 +27,7 @@ The remote address is the peer's host as Java prints it (:func:`remote_host`).
 from __future__ import annotations
 
 import ipaddress
+import functools
 import re
 
 from rocketmq_tx.acl.errors import AclError
@@ -39,6 +40,9 @@ _IPV4 = re.compile(r"([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\Z")
 _ZONE = re.compile(r"[^\s/%]+\Z")
 
 
+# Every request's peer host is checked against the white lists; the hosts are few, so the
+# answers are kept (bounded: a flood of new peers only evicts older entries).
+@functools.lru_cache(maxsize=4096)
 def is_valid_inet4(text: str) -> bool:
     """commons-validator 1.7 ``isValidInet4Address``: four decimal parts <= 255, no leading zeros."""
     m = _IPV4.match(text)
@@ -47,6 +51,7 @@ def is_valid_inet4(text: str) -> bool:
     return all(int(part) <= 255 and not (len(part) > 1 and part[0] == "0") for part in m.groups())
 
 
+@functools.lru_cache(maxsize=4096)
 def is_valid_inet6(text: str) -> bool:
     """commons-validator 1.7 ``isValidInet6Address`` (prefix length and zone id allowed)."""
     parts = text.split("/")
