@@ -64,6 +64,10 @@ __all__ = [
     "QueryConsumeQueueResponseBody",
     "ProducerInfo",
     "ProducerTableInfo",
+    "CreateTopicListRequestBody",
+    "SubscriptionGroupList",
+    "QuerySubscriptionResponseBody",
+    "SetMessageRequestModeRequestBody",
 ]
 
 
@@ -723,3 +727,103 @@ class QueryConsumeQueueResponseBody:
         return cls(None if sub is None else SubscriptionData.from_json(sub), None if filt is None else str(filt),
                    None if queue is None else [ConsumeQueueData.from_json(q) for q in queue],
                    int(data.get("maxQueueIndex") or 0), int(data.get("minQueueIndex") or 0))
+
+
+# --------------------------------------------------------------------------- 5.x metadata
+
+
+@dataclass(slots=True)
+class CreateTopicListRequestBody:
+    """
+    ``CreateTopicListRequestBody`` (UPDATE_AND_CREATE_TOPIC_LIST, 18; 5.x): the topic configs
+    to create. Their ``attributes`` keep the sign of a modification (``{"+message.type": "FIFO"}``).
+    """
+
+    topic_config_list: list[TopicConfig] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topicConfigList": [tc.to_json() for tc in self.topic_config_list]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CreateTopicListRequestBody:
+        return cls([TopicConfig.from_json(tc) for tc in data.get("topicConfigList") or []])
+
+
+@dataclass(slots=True)
+class SubscriptionGroupList:
+    """``SubscriptionGroupList`` (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, 225; 5.x)."""
+
+    group_config_list: list[SubscriptionGroupConfig] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"groupConfigList": [g.to_json() for g in self.group_config_list]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SubscriptionGroupList:
+        return cls([SubscriptionGroupConfig.from_json(g) for g in data.get("groupConfigList") or []])
+
+
+@dataclass(slots=True)
+class QuerySubscriptionResponseBody:
+    """``QuerySubscriptionResponseBody`` (QUERY_SUBSCRIPTION_BY_CONSUMER, 345; 5.x)."""
+
+    group: str | None = None
+    topic: str | None = None
+    subscription_data: SubscriptionData | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.group is not None:
+            out["group"] = self.group
+        if self.subscription_data is not None:
+            out["subscriptionData"] = self.subscription_data.to_json()
+        if self.topic is not None:
+            out["topic"] = self.topic
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QuerySubscriptionResponseBody:
+        sub = data.get("subscriptionData")
+        return cls(data.get("group"), data.get("topic"), None if sub is None else SubscriptionData.from_json(sub))
+
+
+#: ``MessageRequestMode`` names.
+MESSAGE_REQUEST_MODES = ("PULL", "POP")
+
+
+@dataclass(slots=True)
+class SetMessageRequestModeRequestBody:
+    """
+    ``SetMessageRequestModeRequestBody`` (SET_MESSAGE_REQUEST_MODE, 401; 5.x), also the value
+    of each (topic, group) in ``messageRequestMode.json``. Java's defaults: PULL, 0.
+
+    :raises ValueError: (from :meth:`from_json`) a mode that is neither PULL nor POP, or a
+        share count that is no integer.
+    """
+
+    topic: str | None = None
+    consumer_group: str | None = None
+    mode: str = "PULL"
+    pop_share_queue_num: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.consumer_group is not None:
+            out["consumerGroup"] = self.consumer_group
+        out["mode"] = self.mode
+        out["popShareQueueNum"] = self.pop_share_queue_num
+        if self.topic is not None:
+            out["topic"] = self.topic
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SetMessageRequestModeRequestBody:
+        mode = data.get("mode")
+        mode = "PULL" if mode is None else str(mode)
+        if mode.isdigit() and int(mode) < len(MESSAGE_REQUEST_MODES):
+            mode = MESSAGE_REQUEST_MODES[int(mode)]  # fastjson also reads an enum by ordinal
+        if mode not in MESSAGE_REQUEST_MODES:
+            raise ValueError(f"no MessageRequestMode named {mode[:100]!r}")
+        topic, group = data.get("topic"), data.get("consumerGroup")
+        return cls(None if topic is None else str(topic), None if group is None else str(group), mode,
+                   int(data.get("popShareQueueNum") or 0))

@@ -5,15 +5,18 @@ Topic administration: create, delete, the topic configs, per-queue stats, the sy
 
 from __future__ import annotations
 
+from twisted.logger import Logger
+
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.processors.admin import AdminProcessor, clean_unused_topic
 from rocketmq_tx.broker.topicconfig import validate_topic
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.attribute import MESSAGE_TYPE, AttributeAlterError, TopicMessageType, parse_to_map
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import PermName, TopicConfig
 from rocketmq_tx.net.dispatch import IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_tx.remoting.adminbodies import TopicOffset, TopicStatsTable
+from rocketmq_tx.remoting.adminbodies import CreateTopicListRequestBody, TopicOffset, TopicStatsTable
 from rocketmq_tx.remoting.bodies import topic_list
 from rocketmq_tx.remoting.headers.admin import (
     CreateTopicRequestHeader,
@@ -26,10 +29,12 @@ __all__ = ["TopicAdminProcessor"]
 
 _LMQ_PREFIX = "%LMQ%"
 
+log = Logger()
+
 
 class TopicAdminProcessor(AdminProcessor):
     """
-    UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG,
+    UPDATE_AND_CREATE_TOPIC (and its 5.x _LIST), DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG,
     GET_TOPIC_STATS_INFO, GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
     """
 
@@ -37,6 +42,7 @@ class TopicAdminProcessor(AdminProcessor):
         super().__init__(controller)
         self.handlers = {
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.UPDATE_AND_CREATE_TOPIC_LIST: self.update_and_create_topic_list,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_TOPIC_CONFIG: self.get_topic_config,
@@ -76,9 +82,71 @@ class TopicAdminProcessor(AdminProcessor):
         # name server's ORDER_TOPIC_CONFIG namespace (mqadmin updateTopic -o writes it there).
         tc = TopicConfig(topic, header.read_queue_nums, header.write_queue_nums, header.perm,
                          header.topic_filter_type, header.topic_sys_flag or 0)
+        error = self._apply_attributes(request, tc, header.attributes)
+        if error is not None:
+            return error
         self.controller.topic_config_manager.update_topic_config(tc)
         self.controller.on_topic_created(tc)
         return request.make_response()
+
+    def update_and_create_topic_list(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """
+        UPDATE_AND_CREATE_TOPIC_LIST (18, 5.x): every name, queue count, permission and MIXED
+        type is checked first (INVALID_PARAMETER for names, as 5.x), then each topic is created
+        or changed in order with its attributes; an attribute refusal stops the list there (the
+        ones before it stay, as in Java); the name servers hear of all of them at once.
+        """
+        error = self._slave_error(request)
+        if error is not None:
+            return error
+        body = CreateTopicListRequestBody.from_json(fastjson.loads(request.body) or {}) if request.body else None
+        configs = body.topic_config_list if body is not None else []
+        log.info("updateAndCreateTopicList: {count} topics, called by {peer}", count=len(configs), peer=ctx.peer)
+        manager = self.controller.topic_config_manager
+        for tc in configs:
+            bad = validate_topic(tc.topic_name)
+            if bad is None and manager.is_system_topic(tc.topic_name):
+                bad = f"The topic[{tc.topic_name}] is conflict with system topic."
+            if bad is not None:
+                return request.make_response(ResponseCode.INVALID_PARAMETER, bad)
+            error = self._queue_nums_error(request, tc.read_queue_nums, tc.write_queue_nums)
+            if error is not None:
+                return error
+            if not 0 <= tc.perm < PermName.PERM_PRIORITY:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, f"topicPermission value: {tc.perm} is invalid.")
+            if (tc.attributes or {}).get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED:
+                return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+        done: list[TopicConfig] = []
+        try:
+            for tc in configs:
+                error = self._apply_attributes(request, tc, dict(tc.attributes or {}))
+                if error is not None:
+                    return error
+                manager.update_topic_config(tc)
+                done.append(tc)
+        finally:
+            if done:
+                self.controller.register_increment(done)
+        return request.make_response()
+
+    def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig,
+                          modification: str | dict[str, str] | None) -> RemotingCommand | None:
+        """
+        5.x topic attributes (``+message.type=FIFO,-reserve.time``): parsed and applied to the
+        stored ones as Java 5.5.0 does. MIXED is refused with INVALID_PARAMETER (Java's
+        ``enableMixedMessageType`` default, false); every other refusal is Java's exception
+        message under SYSTEM_ERROR. *modification* is the header string, or the signed-key map
+        a TopicConfig of UPDATE_AND_CREATE_TOPIC_LIST carries.
+        """
+        try:
+            requested = parse_to_map(modification) if not isinstance(modification, dict) else modification
+            if requested.get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED:
+                return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+            self.controller.topic_config_manager.alter_attributes(tc, requested)
+        except AttributeAlterError as e:
+            log.error("update or create topic {topic} refused: {error}", topic=tc.topic_name, error=e)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+        return None
 
     def delete_topic(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         error = self._slave_error(request)
