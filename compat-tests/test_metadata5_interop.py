@@ -15,7 +15,9 @@ Java 5.5.0 name server + broker in one run, asserting the same outcome on both:
 * QUERY_TOPICS_BY_CONSUMER (343) and QUERY_SUBSCRIPTION_BY_CONSUMER (345);
 * sends: a FIFO topic takes a plain message (the 5.x broker does not check message types), a
   COMPACTION topic refuses a message without keys;
-* ``mqadmin topicRoute`` / ``topicStatus`` on the FIFO topic.
+* ``mqadmin topicRoute`` / ``topicStatus`` on the FIFO topic;
+* QUERY_ASSIGNMENT (400) from two live clients, in PULL and POP mode;
+* the three config files taken over both ways.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import rocketmq_java as rj
 import txbroker as tb
 
 from rocketmq_tx.blocking import BlockingConnection
+from rocketmq_tx.broker.test.util import heartbeat
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 
@@ -264,6 +267,37 @@ def test_sends_and_route(sides):
         status = side.mqadmin("topicStatus", "-t", FIFO_TOPIC)
         rows = [line for line in status.splitlines() if line.startswith(side.broker_name)]
         assert len(rows) == 2, (side.name, status)
+
+
+def test_query_assignment(sides):
+    """QUERY_ASSIGNMENT (400) from two live clients of a group: AVG over the route in PULL mode,
+    and POP mode (set by setConsumeMode above, sharing 2 of 2 clients): every queue, id -1."""
+    def assignments(side: Side) -> dict:
+        conns = [BlockingConnection(side.addr) for _ in range(2)]
+        try:
+            out: dict = {}
+            for n, conn in enumerate(conns):
+                for group in (GROUP, "Meta5PullGroup"):
+                    hb = heartbeat(f"meta5-cid-{n}", consumers={group: {FIFO_TOPIC: "*"}})
+                    assert conn.invoke(hb, 10).code == ResponseCode.SUCCESS
+            for n, conn in enumerate(conns):
+                for group in (GROUP, "Meta5PullGroup"):
+                    body = {"topic": FIFO_TOPIC, "consumerGroup": group, "clientId": f"meta5-cid-{n}",
+                            "strategyName": "AVG", "messageModel": "CLUSTERING"}
+                    r = conn.invoke(RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, {},
+                                                            fastjson.dumps(body)), 10)
+                    assert r.code == ResponseCode.SUCCESS, (side.name, r.code, r.remark)
+                    data = fastjson.loads(r.body)
+                    out[(n, group)] = sorted(
+                        (a["messageQueue"]["brokerName"] == side.broker_name, a["messageQueue"]["queueId"], a["mode"])
+                        for a in data.get("messageQueueAssignments") or [])
+            return out
+        finally:
+            for conn in conns:
+                conn.close()
+    got = same(both(sides, assignments))
+    assert got[(0, GROUP)] == got[(1, GROUP)] == [(True, -1, "POP")]
+    assert got[(0, "Meta5PullGroup")] == [(True, 0, "PULL")] and got[(1, "Meta5PullGroup")] == [(True, 1, "PULL")]
 
 
 def _wait_config(store: Path, name: str, needle: str, timeout: float = 20.0) -> None:

@@ -26,6 +26,7 @@ from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
 from rocketmq_tx.broker.topicconfig import OFFSET_MOVED_EVENT, TopicConfigManager
+from rocketmq_tx.broker.topicrouteinfo import TopicRouteInfoManager
 from rocketmq_tx.broker.transaction import (
     TransactionalMessageBridge,
     TransactionalMessageCheckService,
@@ -79,6 +80,8 @@ class BrokerController:
         self.subscription_group_manager = SubscriptionGroupManager(
             os.path.join(config_dir, "subscriptionGroup.json"), settings["autoCreateSubscriptionGroup"])
         self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(config_dir, "consumerOffset.json"))
+        #: 5.x QUERY_ASSIGNMENT's view of topic routes; the broker service gives it the name servers.
+        self.topic_route_info_manager = TopicRouteInfoManager(None, self.now_ms)
         self.message_request_mode_manager = MessageRequestModeManager(
             os.path.join(config_dir, "messageRequestMode.json"))
         self.consumer_manager = ConsumerManager(self._consumer_ids_changed, self.now_ms,

@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.broker.test.test_requestmode -*-
+# -*- test-case-name: rocketmq_tx.broker.test.test_metadata5 -*-
 """
 ``MessageRequestModeManager`` (5.x): how each (topic, consumer group) fetches messages, PULL
 or POP, as SET_MESSAGE_REQUEST_MODE sets it (``mqadmin setConsumeMode``), kept in

@@ -68,6 +68,9 @@ __all__ = [
     "SubscriptionGroupList",
     "QuerySubscriptionResponseBody",
     "SetMessageRequestModeRequestBody",
+    "QueryAssignmentRequestBody",
+    "MessageQueueAssignment",
+    "QueryAssignmentResponseBody",
 ]
 
 
@@ -827,3 +830,58 @@ class SetMessageRequestModeRequestBody:
         topic, group = data.get("topic"), data.get("consumerGroup")
         return cls(None if topic is None else str(topic), None if group is None else str(group), mode,
                    int(data.get("popShareQueueNum") or 0))
+
+
+@dataclass(slots=True)
+class QueryAssignmentRequestBody:
+    """``QueryAssignmentRequestBody`` (QUERY_ASSIGNMENT, 400; 5.x): who asks the broker to allocate."""
+
+    topic: str | None = None
+    consumer_group: str | None = None
+    client_id: str | None = None
+    strategy_name: str | None = None
+    message_model: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"clientId": self.client_id, "consumerGroup": self.consumer_group, "messageModel": self.message_model,
+               "strategyName": self.strategy_name, "topic": self.topic}
+        return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueryAssignmentRequestBody:
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return None if value is None else str(value)
+        return cls(text("topic"), text("consumerGroup"), text("clientId"), text("strategyName"), text("messageModel"))
+
+
+@dataclass(frozen=True, slots=True)
+class MessageQueueAssignment:
+    """``MessageQueueAssignment``: one queue and how it is consumed (PULL or POP; queue id -1: every queue)."""
+
+    message_queue: MessageQueue
+    mode: str = "PULL"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messageQueue": message_queue_to_json(self.message_queue), "mode": self.mode}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MessageQueueAssignment:
+        return cls(message_queue_from_json(data["messageQueue"]), str(data.get("mode") or "PULL"))
+
+
+@dataclass(slots=True)
+class QueryAssignmentResponseBody:
+    """``QueryAssignmentResponseBody``: ``None`` (left out) is Java's "no valid answer, keep what you have"."""
+
+    message_queue_assignments: list[MessageQueueAssignment] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.message_queue_assignments is None:
+            return {}
+        return {"messageQueueAssignments": [a.to_json() for a in self.message_queue_assignments]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueryAssignmentResponseBody:
+        items = data.get("messageQueueAssignments")
+        return cls(None if items is None else [MessageQueueAssignment.from_json(a) for a in items])

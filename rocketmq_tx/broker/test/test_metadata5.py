@@ -11,11 +11,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from twisted.internet.defer import fail, succeed
+from twisted.trial.unittest import TestCase
+
+from rocketmq_tx.broker.outerapi import BrokerOuterAPI
 from rocketmq_tx.broker.processors import processor_table
+from rocketmq_tx.broker.processors.assignment import allocate_for_pop
 from rocketmq_tx.broker.test.test_admin import GROUP, TOPIC, AdminTestBase, result_of
 from rocketmq_tx.broker.test.util import Ctx, make_controller
 from rocketmq_tx.common import fastjson
-from rocketmq_tx.common.message import MessageConst, properties_to_string
+from rocketmq_tx.common.message import MessageConst, MessageQueue, properties_to_string
+from rocketmq_tx.common.rebalance import allocate_averagely
+from rocketmq_tx.common.route import QueueData, TopicRouteData
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 
 
@@ -216,3 +223,102 @@ class RequestModeTests(AdminTestBase):
         again = make_controller(self, root=root)
         body = again.message_request_mode_manager.get_message_request_mode(TOPIC, GROUP)
         self.assertEqual((body.mode, body.consumer_group), ("POP", GROUP))
+
+
+class QueryAssignmentTests(AdminTestBase):
+    """QUERY_ASSIGNMENT (400): the broker's allocation over the topic's route from the name servers."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.lookups: list[str] = []
+        self.route: TopicRouteData | None = TopicRouteData(
+            [QueueData("broker-a", 4, 4, 6), QueueData("broker-b", 2, 2, 6), QueueData("broker-c", 3, 3, 2)])
+
+        def lookup(topic: str) -> Any:
+            self.lookups.append(topic)
+            return succeed(self.route)
+        self.c.topic_route_info_manager.lookup = lookup
+        self.create_topic()
+        for n in (1, 2):
+            self.register_consumer(Ctx(f"127.0.0.1:700{n}"), client_id=f"cid-{n}")
+
+    def assign(self, client_id: str = "cid-1", strategy: str = "AVG", model: str = "CLUSTERING",
+               topic: str = TOPIC) -> Any:
+        body = {"topic": topic, "consumerGroup": GROUP, "clientId": client_id, "strategyName": strategy,
+                "messageModel": model}
+        data = self.body(self.ok(RequestCode.QUERY_ASSIGNMENT, body=fastjson.dumps(body)))
+        if "messageQueueAssignments" not in data:
+            return None
+        return sorted((a["messageQueue"]["brokerName"], a["messageQueue"]["queueId"], a["mode"])
+                      for a in data["messageQueueAssignments"])
+
+    def test_clustering(self) -> None:
+        """AVG splits the readable queues of every broker (sorted) among the live clients; PULL by default."""
+        self.assertEqual(self.assign("cid-1"), [("broker-a", 0, "PULL"), ("broker-a", 1, "PULL"),
+                                                ("broker-a", 2, "PULL")])
+        self.assertEqual(self.assign("cid-2"), [("broker-a", 3, "PULL"), ("broker-b", 0, "PULL"),
+                                                ("broker-b", 1, "PULL")])
+        self.assertEqual(self.assign("cid-1", "AVG_BY_CIRCLE"),
+                         [("broker-a", 0, "PULL"), ("broker-a", 2, "PULL"), ("broker-b", 0, "PULL")])
+        self.assertEqual(self.assign("cid-9"), [])
+        self.assertEqual(self.lookups, [TOPIC])  # the route is kept for 30 s
+
+    def test_broadcasting_and_refusals(self) -> None:
+        """BROADCASTING: every queue; an unknown strategy or a topic without route: no assignments."""
+        self.assertEqual(len(self.assign(model="BROADCASTING")), 6)
+        self.assertIsNone(self.assign(strategy="CONSISTENT_HASH"))
+        self.route = None
+        self.assertIsNone(self.assign(topic="NoRoute"))
+
+    def test_pop_mode(self) -> None:
+        """After SET_MESSAGE_REQUEST_MODE POP (no sharing) each client pops every broker's queues (id -1)."""
+        body = {"topic": TOPIC, "consumerGroup": GROUP, "mode": "POP", "popShareQueueNum": 0}
+        self.ok(RequestCode.SET_MESSAGE_REQUEST_MODE, body=fastjson.dumps(body))
+        self.assertEqual(self.assign(), [("broker-a", -1, "POP"), ("broker-b", -1, "POP")])
+
+    def test_route_refreshed(self) -> None:
+        """The route is asked again once older than 30 s."""
+        self.assign()
+        self.reactor.advance(31)
+        self.route = TopicRouteData([QueueData("broker-a", 1, 1, 6)])
+        self.assertEqual(self.assign(), [("broker-a", 0, "PULL")])
+        self.assertEqual(self.lookups, [TOPIC, TOPIC])
+
+
+class AllocateForPopTests(TestCase):
+    def test_share(self) -> None:
+        """Java ``allocate4Pop``: own allocation plus the next clients'; more clients than queues: one each."""
+        mqs = [MessageQueue("T", "b", i) for i in range(4)]
+        cids = ["c1", "c2", "c3", "c4"]
+        self.assertEqual(allocate_for_pop(allocate_averagely, "c1", mqs, cids, 1), mqs[0:2])
+        self.assertEqual(allocate_for_pop(allocate_averagely, "c4", mqs, cids, 1), [mqs[3], mqs[0]])
+        self.assertEqual(allocate_for_pop(allocate_averagely, "c3", mqs[:2], cids, 1), [mqs[0]])
+        self.assertEqual(allocate_for_pop(allocate_averagely, "c1", mqs, cids, 3), [
+            MessageQueue("T", "b", -1)] * 4)
+
+
+class RouteLookupTests(TestCase):
+    def test_get_topic_route_info(self) -> None:
+        """GET_ROUTEINFO_BY_TOPIC to the first name server that answers; TOPIC_NOT_EXIST is ``None``."""
+        route = TopicRouteData([QueueData("broker-a", 2, 2, 6)])
+        asked: list[str] = []
+
+        class Client:
+            def invoke(self, addr: str, request: RemotingCommand, timeout: float) -> Any:
+                asked.append(addr)
+                self.request = request
+                if addr == "down:9876":
+                    return fail(ConnectionRefusedError())
+                if request.ext_fields["topic"] == "Missing":
+                    return succeed(RemotingCommand(code=ResponseCode.TOPIC_NOT_EXIST, flag=1))
+                return succeed(RemotingCommand(code=ResponseCode.SUCCESS, flag=1,
+                                               body=fastjson.dumps(route.to_json())))
+
+        client = Client()
+        api = BrokerOuterAPI(client)  # type: ignore[arg-type]
+        got = result_of(api.get_topic_route_info(["down:9876", "up:9876"], TOPIC))
+        self.assertEqual((asked, client.request.code), (["down:9876", "up:9876"], RequestCode.GET_ROUTEINFO_BY_TOPIC))
+        self.assertEqual(got.queue_datas[0].read_queue_nums, 2)
+        self.assertIsNone(result_of(api.get_topic_route_info(["up:9876"], "Missing")))
+        self.assertIsNone(result_of(api.get_topic_route_info(["down:9876"], TOPIC)))
+        self.flushLoggedErrors()
