@@ -11,7 +11,7 @@ from typing import Any
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.processors.admin import AdminProcessor
+from rocketmq_tx.broker.processors.admin import AdminProcessor, run_sliced
 from rocketmq_tx.broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.attribute import AttributeAlterError
@@ -120,8 +120,7 @@ class GroupAdminProcessor(AdminProcessor):
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"{e.java_class}: {e}")
         return None
 
-    def update_and_create_subscription_group_list(self, ctx: IRemotingContext, request: RemotingCommand
-                                                  ) -> RemotingCommand:
+    def update_and_create_subscription_group_list(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
         """
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225, 5.x): each group as by
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, in order; a refused one stops the list there (the
@@ -131,13 +130,19 @@ class GroupAdminProcessor(AdminProcessor):
         if error is not None:
             return error
         body = SubscriptionGroupList.from_json(fastjson.loads(request.body) or {}) if request.body else None
-        log.info("updateAndCreateSubscriptionGroupList called by {peer}", peer=ctx.peer)
-        for config in body.group_config_list if body is not None else ():
+        configs = body.group_config_list if body is not None else []
+        log.info("updateAndCreateSubscriptionGroupList: {count} groups, called by {peer}", count=len(configs),
+                 peer=ctx.peer)
+
+        def apply(config: SubscriptionGroupConfig) -> RemotingCommand | None:
             error = self._group_config_error(request, config)
-            if error is not None:
-                return error
-            self.controller.subscription_group_manager.update_subscription_group_config(config)
-        return request.make_response()
+            if error is None:
+                self.controller.subscription_group_manager.update_subscription_group_config(config)
+            return error
+
+        # In reactor slices: a body may hold ~150,000 configs.
+        d = run_sliced(self.controller.reactor, configs, apply)
+        return d.addCallback(lambda error: error if error is not None else request.make_response())
 
     def get_subscription_group(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         """

@@ -5,10 +5,12 @@ Topic administration: create, delete, the topic configs, per-queue stats, the sy
 
 from __future__ import annotations
 
+from typing import Any
+
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.processors.admin import AdminProcessor, clean_unused_topic
+from rocketmq_tx.broker.processors.admin import AdminProcessor, clean_unused_topic, run_sliced
 from rocketmq_tx.broker.topicconfig import validate_topic
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.attribute import MESSAGE_TYPE, AttributeAlterError, TopicMessageType, parse_to_map
@@ -89,12 +91,13 @@ class TopicAdminProcessor(AdminProcessor):
         self.controller.on_topic_created(tc)
         return request.make_response()
 
-    def update_and_create_topic_list(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+    def update_and_create_topic_list(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
         """
         UPDATE_AND_CREATE_TOPIC_LIST (18, 5.x): every name, queue count, permission and MIXED
         type is checked first (INVALID_PARAMETER for names, as 5.x), then each topic is created
         or changed in order with its attributes; an attribute refusal stops the list there (the
-        ones before it stay, as in Java); the name servers hear of all of them at once.
+        ones before it stay, as in Java); the name servers hear of all of them at once. Both
+        passes run in reactor slices (a body may hold ~150,000 configs).
         """
         error = self._slave_error(request)
         if error is not None:
@@ -103,7 +106,8 @@ class TopicAdminProcessor(AdminProcessor):
         configs = body.topic_config_list if body is not None else []
         log.info("updateAndCreateTopicList: {count} topics, called by {peer}", count=len(configs), peer=ctx.peer)
         manager = self.controller.topic_config_manager
-        for tc in configs:
+
+        def check(tc: TopicConfig) -> RemotingCommand | None:
             bad = validate_topic(tc.topic_name)
             if bad is None and manager.is_system_topic(tc.topic_name):
                 bad = f"The topic[{tc.topic_name}] is conflict with system topic."
@@ -116,18 +120,26 @@ class TopicAdminProcessor(AdminProcessor):
                 return request.make_response(ResponseCode.SYSTEM_ERROR, f"topicPermission value: {tc.perm} is invalid.")
             if (tc.attributes or {}).get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED:
                 return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+            return None
+
         done: list[TopicConfig] = []
-        try:
-            for tc in configs:
-                error = self._apply_attributes(request, tc, dict(tc.attributes or {}))
-                if error is not None:
-                    return error
+
+        def apply(tc: TopicConfig) -> RemotingCommand | None:
+            error = self._apply_attributes(request, tc, dict(tc.attributes or {}))
+            if error is None:
                 manager.update_topic_config(tc)
                 done.append(tc)
-        finally:
+            return error
+
+        def checked(error: RemotingCommand | None) -> Any:
+            return error if error is not None else run_sliced(self.controller.reactor, configs, apply)
+
+        def applied(error: RemotingCommand | None) -> RemotingCommand:
             if done:
                 self.controller.register_increment(done)
-        return request.make_response()
+            return error if error is not None else request.make_response()
+
+        return run_sliced(self.controller.reactor, configs, check).addCallback(checked).addCallback(applied)
 
     def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig,
                           modification: str | dict[str, str] | None) -> RemotingCommand | None:

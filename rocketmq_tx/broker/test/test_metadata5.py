@@ -12,10 +12,12 @@ import json
 from typing import Any
 
 from twisted.internet.defer import fail, succeed
+from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
 
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI
-from rocketmq_tx.broker.processors import processor_table
+from rocketmq_tx.broker.processors import admin, processor_table
+from rocketmq_tx.broker.processors.admin import run_sliced
 from rocketmq_tx.broker.processors.assignment import allocate_for_pop
 from rocketmq_tx.broker.test.test_admin import GROUP, TOPIC, AdminTestBase, result_of
 from rocketmq_tx.broker.test.util import Ctx, make_controller
@@ -106,6 +108,19 @@ class TopicAttributeTests(AdminTestBase):
         self.assertEqual((response.code, response.remark), (ResponseCode.SYSTEM_ERROR, "unsupported key: x"))
         self.assertIsNotNone(self.c.topic_config_manager.select_topic_config("T1"))
         self.assertIsNone(self.c.topic_config_manager.select_topic_config("T2"))
+
+    def test_create_topic_list_sliced(self) -> None:
+        """A long list is applied over several reactor turns and answered once all is done."""
+        self.patch(admin.run_sliced, "__defaults__", (0.0, admin.time.monotonic))
+        body = {"topicConfigList": [{"topicName": f"S{i}", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}
+                                    for i in range(50)]}
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, {}, fastjson.dumps(body))
+        d = self.table.dispatch(self.ctx, request)
+        self.assertIsNone(self.c.topic_config_manager.select_topic_config("S49"))
+        for _ in range(200):
+            self.reactor.advance(0)
+        self.assertEqual(result_of(d).code, ResponseCode.SUCCESS)
+        self.assertIsNotNone(self.c.topic_config_manager.select_topic_config("S49"))
 
     def send_with(self, **props: str) -> Any:
         p = {MessageConst.PROPERTY_TAGS: "TagA", **props}
@@ -322,3 +337,28 @@ class RouteLookupTests(TestCase):
         self.assertIsNone(result_of(api.get_topic_route_info(["up:9876"], "Missing")))
         self.assertIsNone(result_of(api.get_topic_route_info(["down:9876"], TOPIC)))
         self.flushLoggedErrors()
+
+
+class RunSlicedTests(TestCase):
+    def test_slices(self) -> None:
+        """Work beyond a slice's time goes on in the next reactor turn; the first answer stops it."""
+        clock = Clock()
+        now = [0.0]
+        seen: list[int] = []
+
+        def step(item: int) -> Any:
+            seen.append(item)
+            now[0] += 0.003  # each item "takes" 3 ms: two fit in a 4 ms slice
+            return "stop" if item == 5 else None
+
+        d = run_sliced(clock, list(range(10)), step, wall=lambda: now[0])
+        self.assertEqual(seen, [0, 1])
+        self.assertNoResult(d)
+        clock.advance(0)
+        clock.advance(0)
+        self.assertEqual(self.successResultOf(d), "stop")
+        self.assertEqual(seen, [0, 1, 2, 3, 4, 5])
+
+    def test_short_list_at_once(self) -> None:
+        """A list that fits in one slice fires at once with ``None``."""
+        self.assertIsNone(self.successResultOf(run_sliced(Clock(), [1, 2], lambda item: None)))
