@@ -9,7 +9,8 @@ Java 5.5.0 name server + broker in one run, asserting the same outcome on both:
 * UPDATE_AND_CREATE_TOPIC_LIST (18) and UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225) raw;
 * ``mqadmin updateSubGroup`` with 5.x options (``-o`` consumeMessageOrderly, ``-p``
   groupRetryPolicy, ``-r``), read back with GET_SUBSCRIPTIONGROUP_CONFIG (352), also for an
-  unknown (auto-created) group;
+  unknown (auto-created) group, and printed by ``mqadmin getConsumerConfig`` (352 through
+  ``DefaultMQAdminExt``);
 * ``mqadmin setConsumeMode`` (401) read back with GET_ALL_MESSAGE_REQUEST_MODE (402), and 401's
   refusals;
 * QUERY_TOPICS_BY_CONSUMER (343) and QUERY_SUBSCRIPTION_BY_CONSUMER (345);
@@ -220,6 +221,18 @@ def test_update_sub_group_and_352(sides):
         assert r.code == ResponseCode.SYSTEM_ERROR, (name, r.code, r.remark)
         assert r.remark.startswith("java.lang.RuntimeException: unsupported key: nope"), (name, r.remark)
 
+
+def test_get_consumer_config(sides):
+    """mqadmin getConsumerConfig (DefaultMQAdminExt.examineSubscriptionGroupConfig, 352) prints
+    the same group settings from both brokers."""
+    def printed(side: Side) -> list[str]:
+        out = side.mqadmin("getConsumerConfig", "-g", GROUP)
+        fields = sorted(line.strip() for line in out.split("--- stderr ---")[0].splitlines()
+                        if "=" in line and not line.startswith("="))
+        assert any("consumeMessageOrderly" in f for f in fields), (side.name, out)
+        return fields
+    fields = same(both(sides, printed))
+    assert any(f.replace(" ", "") == "retryMaxTimes=3" for f in fields), fields
 
 def test_set_consume_mode_and_402(sides):
     """mqadmin setConsumeMode (401), then GET_ALL_MESSAGE_REQUEST_MODE (402); 401's refusals."""
