@@ -118,7 +118,8 @@ class TopicAdminProcessor(AdminProcessor):
                 return error
             if not 0 <= tc.perm < PermName.PERM_PRIORITY:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, f"topicPermission value: {tc.perm} is invalid.")
-            if (tc.attributes or {}).get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED:
+            if ((tc.attributes or {}).get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED
+                    and not self.settings["enableMixedMessageType"]):
                 return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
             return None
 
@@ -145,14 +146,15 @@ class TopicAdminProcessor(AdminProcessor):
                           modification: str | dict[str, str] | None) -> RemotingCommand | None:
         """
         5.x topic attributes (``+message.type=FIFO,-reserve.time``): parsed and applied to the
-        stored ones as Java 5.5.0 does. MIXED is refused with INVALID_PARAMETER (Java's
-        ``enableMixedMessageType`` default, false); every other refusal is Java's exception
+        stored ones as Java 5.5.0 does. MIXED is refused with INVALID_PARAMETER unless
+        ``enableMixedMessageType``; every other refusal is Java's exception
         message under SYSTEM_ERROR. *modification* is the header string, or the signed-key map
         a TopicConfig of UPDATE_AND_CREATE_TOPIC_LIST carries.
         """
         try:
             requested = parse_to_map(modification) if not isinstance(modification, dict) else modification
-            if requested.get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED:
+            if (requested.get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED
+                    and not self.settings["enableMixedMessageType"]):
                 return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
             self.controller.topic_config_manager.alter_attributes(tc, requested)
         except AttributeAlterError as e:

@@ -64,6 +64,13 @@ class TopicAttributeTests(AdminTestBase):
         self.assertEqual((response.code, response.remark),
                          (ResponseCode.SYSTEM_ERROR, "attempt to update an unchangeable attribute. key: queue.type"))
 
+    def test_mixed_allowed_by_setting(self) -> None:
+        """``enableMixedMessageType=true`` lets MIXED through, as Java's broker config does."""
+        self.c = make_controller(self, enableMixedMessageType=True)
+        self.table = processor_table(self.c)
+        self.assertEqual(self.create_topic(attributes="+message.type=MIXED").code, ResponseCode.SUCCESS)
+        self.assertEqual(self.c.topic_config_manager.select_topic_config(TOPIC).attributes, {"message.type": "MIXED"})
+
     def test_no_attributes_stays_4x_shaped(self) -> None:
         """A topic created without attributes is written without the key, as 4.9 writes it."""
         self.create_topic(attributes="")
