@@ -116,7 +116,6 @@ class GroupAdminProcessor(AdminProcessor):
         try:
             self.controller.subscription_group_manager.alter_attributes(config)
         except AttributeAlterError as e:
-            log.error("update or create group {group} refused: {error}", group=config.group_name, error=e)
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"{e.java_class}: {e}")
         return None
 
@@ -129,8 +128,10 @@ class GroupAdminProcessor(AdminProcessor):
         error = self._slave_error(request)
         if error is not None:
             return error
-        body = SubscriptionGroupList.from_json(fastjson.loads(request.body) or {}) if request.body else None
-        configs = body.group_config_list if body is not None else []
+        try:
+            configs = SubscriptionGroupList.from_json(fastjson.loads(request.body or b"{}") or {}).group_config_list
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal SubscriptionGroupList: {e}"[:512])
         log.info("updateAndCreateSubscriptionGroupList: {count} groups, called by {peer}", count=len(configs),
                  peer=ctx.peer)
 

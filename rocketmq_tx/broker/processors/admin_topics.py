@@ -102,8 +102,11 @@ class TopicAdminProcessor(AdminProcessor):
         error = self._slave_error(request)
         if error is not None:
             return error
-        body = CreateTopicListRequestBody.from_json(fastjson.loads(request.body) or {}) if request.body else None
-        configs = body.topic_config_list if body is not None else []
+        try:
+            data = fastjson.loads(request.body or b"{}") or {}
+            configs = CreateTopicListRequestBody.from_json(data).topic_config_list
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal CreateTopicListRequestBody: {e}"[:512])
         log.info("updateAndCreateTopicList: {count} topics, called by {peer}", count=len(configs), peer=ctx.peer)
         manager = self.controller.topic_config_manager
 
@@ -158,7 +161,6 @@ class TopicAdminProcessor(AdminProcessor):
                 return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
             self.controller.topic_config_manager.alter_attributes(tc, requested)
         except AttributeAlterError as e:
-            log.error("update or create topic {topic} refused: {error}", topic=tc.topic_name, error=e)
             return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
         return None
 

@@ -85,8 +85,12 @@ class QueryAssignmentProcessor(AdminProcessor):
         try:
             body = QueryAssignmentRequestBody.from_json(fastjson.loads(request.body or b"{}") or {})
         except (ValueError, TypeError, AttributeError) as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal QueryAssignmentRequestBody: {e}")
-        topic, group = body.topic or "", body.consumer_group or ""
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal QueryAssignmentRequestBody: {e}"[:512])
+        if body.topic is None or body.consumer_group is None or body.message_model is None:
+            # Java dereferences them (a NullPointerException, SYSTEM_ERROR).
+            return request.make_response(ResponseCode.SYSTEM_ERROR,
+                                         "topic, consumerGroup and messageModel are required")
+        topic, group = body.topic, body.consumer_group
         mode = self.controller.message_request_mode_manager.get_message_request_mode(topic, group)
         if mode is None:
             # Java's defaults: defaultMessageRequestMode PULL (a retry topic is always PULL).
@@ -141,7 +145,8 @@ class QueryAssignmentProcessor(AdminProcessor):
         try:
             body = SetMessageRequestModeRequestBody.from_json(fastjson.loads(request.body or b"{}") or {})
         except (ValueError, TypeError, AttributeError) as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal SetMessageRequestModeRequestBody: {e}")
+            remark = f"illegal SetMessageRequestModeRequestBody: {e}"
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark[:512])
         topic = body.topic
         if topic is None or body.consumer_group is None:
             # Java dereferences them (a NullPointerException, SYSTEM_ERROR).

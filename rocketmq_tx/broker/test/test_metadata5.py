@@ -129,6 +129,14 @@ class TopicAttributeTests(AdminTestBase):
         self.assertEqual(result_of(d).code, ResponseCode.SUCCESS)
         self.assertIsNotNone(self.c.topic_config_manager.select_topic_config("S49"))
 
+    def test_malformed_list_bodies(self) -> None:
+        """Bodies that are not the expected JSON are refused with SYSTEM_ERROR, no traceback logged."""
+        for code in (RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+                     RequestCode.QUERY_ASSIGNMENT, RequestCode.SET_MESSAGE_REQUEST_MODE):
+            for body in (b"[1]", b"{not json", b'{"topicConfigList":[{}],"groupConfigList":[{}]}'):
+                response = self.call(code, body=body)
+                self.assertEqual(response.code, ResponseCode.SYSTEM_ERROR, (code, body, response.remark))
+
     def send_with(self, **props: str) -> Any:
         p = {MessageConst.PROPERTY_TAGS: "TagA", **props}
         fields = {"a": "PG_test", "b": TOPIC, "c": "TBW102", "d": 4, "e": 0, "f": 0,
