@@ -68,6 +68,7 @@ BROKER_CONFIG = (
     Setting("flushConsumerOffsetInterval", 5000, int, "ms between consumerOffset.json writes"),
     Setting("flushConsumerOffsetHistoryInterval", 60000, int),
     Setting("rejectTransactionMessage", False, bool),
+    Setting("enableMixedMessageType", False, bool, "5.x: allow the topic attribute message.type=MIXED"),
     Setting("fetchNamesrvAddrByAddressServer", False, bool, "not supported: accepted and ignored"),
     Setting("sendThreadPoolQueueCapacity", 10000, int),
     Setting("putThreadPoolQueueCapacity", 10000, int),

@@ -19,12 +19,14 @@ from rocketmq_tx.broker.clientmanager import ConsumerManager, ProducerManager
 from rocketmq_tx.broker.config import BrokerSettings, local_address
 from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
 from rocketmq_tx.broker.longpolling import PullRequestHoldService
+from rocketmq_tx.broker.messagerequestmode import MessageRequestModeManager
 from rocketmq_tx.broker.persister import MetadataPersister
 from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
 from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
 from rocketmq_tx.broker.topicconfig import OFFSET_MOVED_EVENT, TopicConfigManager
+from rocketmq_tx.broker.topicrouteinfo import TopicRouteInfoManager
 from rocketmq_tx.broker.transaction import (
     TransactionalMessageBridge,
     TransactionalMessageCheckService,
@@ -78,6 +80,10 @@ class BrokerController:
         self.subscription_group_manager = SubscriptionGroupManager(
             os.path.join(config_dir, "subscriptionGroup.json"), settings["autoCreateSubscriptionGroup"])
         self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(config_dir, "consumerOffset.json"))
+        #: 5.x QUERY_ASSIGNMENT's view of topic routes; the broker service gives it the name servers.
+        self.topic_route_info_manager = TopicRouteInfoManager(None, self.now_ms)
+        self.message_request_mode_manager = MessageRequestModeManager(
+            os.path.join(config_dir, "messageRequestMode.json"))
         self.consumer_manager = ConsumerManager(self._consumer_ids_changed, self.now_ms,
                                                 settings["channelExpiredTimeout"])
         self.producer_manager = ProducerManager(self.now_ms, settings["channelExpiredTimeout"])
@@ -92,7 +98,8 @@ class BrokerController:
                                               now_ms=self.now_ms, strict=settings["aclStrict"])
         self.persister = p = MetadataPersister(reactor)
         for name, manager in (("topics", self.topic_config_manager),
-                              ("subscriptionGroup", self.subscription_group_manager)):
+                              ("subscriptionGroup", self.subscription_group_manager),
+                              ("messageRequestMode", self.message_request_mode_manager)):
             manager.on_dirty = p.add(name, manager.file, manager.snapshot)
         # Written on the service's timers and at shutdown (as Java), not on every commit.
         p.add("consumerOffset", self.consumer_offset_manager.file, self.consumer_offset_manager.snapshot)
@@ -141,6 +148,10 @@ class BrokerController:
         if not ok:
             log.error("a broker config file under {dir} is unreadable", dir=self.store_config.config_dir)
             return False
+        if not self.message_request_mode_manager.load():
+            # Java's QueryAssignmentProcessor ignores this failure too: the modes start empty.
+            log.error("{file} is unreadable; message request modes start empty",
+                      file=self.message_request_mode_manager.file.path)
         if not self.store.load():
             log.error("the message store at {dir} cannot be loaded", dir=self.store_config.store_path_root_dir)
             return False

@@ -2,7 +2,8 @@
 """
 ``BrokerOuterAPI``: the broker's calls to the name servers — REGISTER_BROKER to one or every
 one of them (in parallel, each failure logged and the others unaffected) and
-UNREGISTER_BROKER at shutdown. When and what to register is
+UNREGISTER_BROKER at shutdown; GET_ROUTEINFO_BY_TOPIC for the broker's own allocation
+(QUERY_ASSIGNMENT). When and what to register is
 :class:`~rocketmq_tx.broker.registration.BrokerRegistrar`'s business.
 """
 
@@ -17,7 +18,9 @@ from twisted.logger import Logger
 from rocketmq_tx.common.route import DataVersion, TopicConfig
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.api import parse_route_response, route_request
 from rocketmq_tx.remoting.bodies import RegisterBrokerBody
+from rocketmq_tx.remoting.errors import MQBrokerError
 from rocketmq_tx.remoting.headers.namesrv import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 
 __all__ = ["BrokerOuterAPI", "namesrv_addresses"]
@@ -78,6 +81,40 @@ class BrokerOuterAPI:
             request = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext_fields())
             calls.append(self.client.invoke(addr, request, self.timeout).addErrback(self._failed, addr, "unregister"))
         return DeferredList(calls, consumeErrors=True)
+
+    def get_topic_route_info(self, namesrvs: list[str], topic: str) -> Deferred:
+        """
+        Java ``getTopicRouteInfoFromNameServer``: the route of *topic* from the first name
+        server that answers (the next one is tried after a failure to connect or a timeout).
+        Fires with the :class:`~rocketmq_tx.common.route.TopicRouteData`, ``None`` when the
+        topic has no route (TOPIC_NOT_EXIST) or no name server answers.
+        """
+        addrs = list(namesrvs)
+        result: Deferred = Deferred()
+
+        def attempt(_: Any = None) -> None:
+            if not addrs:
+                result.callback(None)
+                return
+            addr = addrs.pop(0)
+            d = self.client.invoke(addr, route_request(topic), self.timeout)
+            d.addCallbacks(answered, failed, errbackArgs=(addr,))
+
+        def answered(response: RemotingCommand) -> None:
+            try:
+                result.callback(parse_route_response(response))
+            except MQBrokerError as e:
+                if e.code != ResponseCode.TOPIC_NOT_EXIST:
+                    log.warn("route of {topic}: {error}", topic=topic, error=e)
+                result.callback(None)
+
+        def failed(failure: Any, addr: str) -> None:
+            log.warn("cannot get the route of {topic} from {addr}: {error}", topic=topic, addr=addr,
+                     error=failure.getErrorMessage())
+            attempt()
+
+        attempt()
+        return result
 
     @staticmethod
     def _registered(response: RemotingCommand, addr: str) -> Any:

@@ -103,6 +103,7 @@ class BrokerService(service.MultiService):
         client_tls = tls if tls["tls.enable"] else None
         self.namesrv_client = RemotingClient(reactor, tls=client_tls)
         self.outer_api = BrokerOuterAPI(self.namesrv_client, settings["registerBrokerTimeoutMills"])
+        c.topic_route_info_manager.lookup = lambda topic: self.outer_api.get_topic_route_info(self.namesrvs, topic)
         self.driver = StoreDriver(c.store, clean=False) if drive_store else None
         # Not waiting for the answers: a request still unanswered merges into the next one.
         _timer(settings["registerNameServerPeriod"] / 1000.0, lambda: self.register_broker_all() and None, reactor,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
+from rocketmq_tx.common.attribute import SUBSCRIPTION_GROUP_ATTRIBUTES, alter_current_attributes
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.common.validators import validate_group
 from rocketmq_tx.store.configfile import ConfigFile, dumps
@@ -91,6 +92,20 @@ class SubscriptionGroupManager:
             self.data_version.next_version()
             self.mark_dirty()
         return config
+
+    def alter_attributes(self, config: SubscriptionGroupConfig) -> None:
+        """
+        Java 5.x ``updateSubscriptionGroupConfigWithoutPersist``'s first half: *config*'s
+        ``attributes`` (a modification, signed keys) applied to the stored group's. A group
+        that never had attributes and gets none keeps ``None`` (its JSON stays 4.x-shaped).
+
+        :raises ~rocketmq_tx.common.attribute.AttributeAlterError: Java's refusal.
+        """
+        old = self.subscription_group_table.get(config.group_name)
+        current = old.attributes if old is not None else None
+        final = alter_current_attributes(old is None, SUBSCRIPTION_GROUP_ATTRIBUTES, current or {},
+                                         config.attributes or {})
+        config.attributes = final if final or current is not None or config.attributes is not None else None
 
     def update_subscription_group_config(self, config: SubscriptionGroupConfig) -> None:
         self.subscription_group_table[config.group_name] = config

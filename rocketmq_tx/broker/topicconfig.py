@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from rocketmq_tx.broker.versionedtable import load_versioned_table, new_data_version
+from rocketmq_tx.common.attribute import TOPIC_ATTRIBUTES, alter_current_attributes
 from rocketmq_tx.common.route import PermName, TopicConfig
 from rocketmq_tx.common.validators import TOPIC_MAX_LENGTH, is_store_name_safe, validate_group, validate_topic
 from rocketmq_tx.store.configfile import ConfigFile, dumps
@@ -200,6 +201,20 @@ class TopicConfigManager:
         if not is_store_name_safe(topic):
             return None
         return self._created(TopicConfig(topic, queue_nums, queue_nums, perm, topic_sys_flag=topic_sys_flag))
+
+    def alter_attributes(self, tc: TopicConfig, requested: dict[str, str]) -> None:
+        """
+        Java 5.x ``updateSingleTopicConfigWithoutPersist``'s first half: *tc* (about to replace
+        the stored config of its name) gets the stored attributes changed by *requested*
+        (signed keys, :func:`~rocketmq_tx.common.attribute.parse_to_map`). A topic that never
+        had attributes and gets none keeps ``None``, so its JSON stays 4.x-shaped.
+
+        :raises ~rocketmq_tx.common.attribute.AttributeAlterError: Java's refusal.
+        """
+        old = self.topic_config_table.get(tc.topic_name)
+        current = old.attributes if old is not None else None
+        final = alter_current_attributes(old is None, TOPIC_ATTRIBUTES, current or {}, requested)
+        tc.attributes = final if final or current is not None else None
 
     def update_topic_config(self, tc: TopicConfig) -> None:
         """UPDATE_AND_CREATE_TOPIC (the processor has validated the name; this is the second line)."""

@@ -64,6 +64,13 @@ __all__ = [
     "QueryConsumeQueueResponseBody",
     "ProducerInfo",
     "ProducerTableInfo",
+    "CreateTopicListRequestBody",
+    "SubscriptionGroupList",
+    "QuerySubscriptionResponseBody",
+    "SetMessageRequestModeRequestBody",
+    "QueryAssignmentRequestBody",
+    "MessageQueueAssignment",
+    "QueryAssignmentResponseBody",
 ]
 
 
@@ -723,3 +730,158 @@ class QueryConsumeQueueResponseBody:
         return cls(None if sub is None else SubscriptionData.from_json(sub), None if filt is None else str(filt),
                    None if queue is None else [ConsumeQueueData.from_json(q) for q in queue],
                    int(data.get("maxQueueIndex") or 0), int(data.get("minQueueIndex") or 0))
+
+
+# --------------------------------------------------------------------------- 5.x metadata
+
+
+@dataclass(slots=True)
+class CreateTopicListRequestBody:
+    """
+    ``CreateTopicListRequestBody`` (UPDATE_AND_CREATE_TOPIC_LIST, 18; 5.x): the topic configs
+    to create. Their ``attributes`` keep the sign of a modification (``{"+message.type": "FIFO"}``).
+    """
+
+    topic_config_list: list[TopicConfig] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topicConfigList": [tc.to_json() for tc in self.topic_config_list]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CreateTopicListRequestBody:
+        return cls([TopicConfig.from_json(tc) for tc in data.get("topicConfigList") or []])
+
+
+@dataclass(slots=True)
+class SubscriptionGroupList:
+    """``SubscriptionGroupList`` (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, 225; 5.x)."""
+
+    group_config_list: list[SubscriptionGroupConfig] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"groupConfigList": [g.to_json() for g in self.group_config_list]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SubscriptionGroupList:
+        return cls([SubscriptionGroupConfig.from_json(g) for g in data.get("groupConfigList") or []])
+
+
+@dataclass(slots=True)
+class QuerySubscriptionResponseBody:
+    """``QuerySubscriptionResponseBody`` (QUERY_SUBSCRIPTION_BY_CONSUMER, 345; 5.x)."""
+
+    group: str | None = None
+    topic: str | None = None
+    subscription_data: SubscriptionData | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.group is not None:
+            out["group"] = self.group
+        if self.subscription_data is not None:
+            out["subscriptionData"] = self.subscription_data.to_json()
+        if self.topic is not None:
+            out["topic"] = self.topic
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QuerySubscriptionResponseBody:
+        sub = data.get("subscriptionData")
+        return cls(data.get("group"), data.get("topic"), None if sub is None else SubscriptionData.from_json(sub))
+
+
+#: ``MessageRequestMode`` names.
+MESSAGE_REQUEST_MODES = ("PULL", "POP")
+
+
+@dataclass(slots=True)
+class SetMessageRequestModeRequestBody:
+    """
+    ``SetMessageRequestModeRequestBody`` (SET_MESSAGE_REQUEST_MODE, 401; 5.x), also the value
+    of each (topic, group) in ``messageRequestMode.json``. Java's defaults: PULL, 0.
+
+    :raises ValueError: (from :meth:`from_json`) a mode that is neither PULL nor POP, or a
+        share count that is no integer.
+    """
+
+    topic: str | None = None
+    consumer_group: str | None = None
+    mode: str = "PULL"
+    pop_share_queue_num: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.consumer_group is not None:
+            out["consumerGroup"] = self.consumer_group
+        out["mode"] = self.mode
+        out["popShareQueueNum"] = self.pop_share_queue_num
+        if self.topic is not None:
+            out["topic"] = self.topic
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SetMessageRequestModeRequestBody:
+        mode = data.get("mode")
+        mode = "PULL" if mode is None else str(mode)
+        if mode.isdigit() and int(mode) < len(MESSAGE_REQUEST_MODES):
+            mode = MESSAGE_REQUEST_MODES[int(mode)]  # fastjson also reads an enum by ordinal
+        if mode not in MESSAGE_REQUEST_MODES:
+            raise ValueError(f"no MessageRequestMode named {mode[:100]!r}")
+        topic, group = data.get("topic"), data.get("consumerGroup")
+        return cls(None if topic is None else str(topic), None if group is None else str(group), mode,
+                   int(data.get("popShareQueueNum") or 0))
+
+
+@dataclass(slots=True)
+class QueryAssignmentRequestBody:
+    """``QueryAssignmentRequestBody`` (QUERY_ASSIGNMENT, 400; 5.x): who asks the broker to allocate."""
+
+    topic: str | None = None
+    consumer_group: str | None = None
+    client_id: str | None = None
+    strategy_name: str | None = None
+    message_model: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"clientId": self.client_id, "consumerGroup": self.consumer_group, "messageModel": self.message_model,
+               "strategyName": self.strategy_name, "topic": self.topic}
+        return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueryAssignmentRequestBody:
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return None if value is None else str(value)
+        return cls(text("topic"), text("consumerGroup"), text("clientId"), text("strategyName"), text("messageModel"))
+
+
+@dataclass(frozen=True, slots=True)
+class MessageQueueAssignment:
+    """``MessageQueueAssignment``: one queue and how it is consumed (PULL or POP; queue id -1: every queue)."""
+
+    message_queue: MessageQueue
+    mode: str = "PULL"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"messageQueue": message_queue_to_json(self.message_queue), "mode": self.mode}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MessageQueueAssignment:
+        return cls(message_queue_from_json(data["messageQueue"]), str(data.get("mode") or "PULL"))
+
+
+@dataclass(slots=True)
+class QueryAssignmentResponseBody:
+    """``QueryAssignmentResponseBody``: ``None`` (left out) is Java's "no valid answer, keep what you have"."""
+
+    message_queue_assignments: list[MessageQueueAssignment] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.message_queue_assignments is None:
+            return {}
+        return {"messageQueueAssignments": [a.to_json() for a in self.message_queue_assignments]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueryAssignmentResponseBody:
+        items = data.get("messageQueueAssignments")
+        return cls(None if items is None else [MessageQueueAssignment.from_json(a) for a in items])

@@ -67,7 +67,7 @@ class RegisterBrokerBody:
     @classmethod
     def _decode_compressed(cls, body: bytes) -> RegisterBrokerBody:
         parsed = RegisterBrokerBodyCompressed.parse(_inflate(body, MAX_INFLATED_REGISTER_BODY))
-        configs = [TopicConfig.decode_line(line) for line in parsed.topic_configs]
+        configs = [_decode_topic_line(line) for line in parsed.topic_configs]
         filters = fastjson.loads(parsed.filter_server_list) or []
         return cls(DataVersion.from_json(fastjson.loads(parsed.data_version)),
                    {tc.topic_name: tc for tc in configs}, [str(s) for s in filters])
@@ -84,11 +84,27 @@ class RegisterBrokerBody:
             })
         raw = RegisterBrokerBodyCompressed.build(dict(
             data_version=fastjson.dumps(self.data_version.to_json()).decode(),
-            topic_configs=[tc.encode_line() for tc in self.topic_config_table.values()],
+            topic_configs=[_encode_topic_line(tc) for tc in self.topic_config_table.values()],
             filter_server_list=fastjson.dumps(list(self.filter_server_list)).decode(),
             rest=b"",
         ))
         return zlib.compress(raw, 9)
+
+
+def _encode_topic_line(tc: TopicConfig) -> str:
+    """5.x ``TopicConfig.encode()``: the 4.9 line, then the attributes' JSON when there are any."""
+    line = tc.encode_line()
+    return f"{line} {fastjson.dumps(tc.attributes).decode()}" if tc.attributes else line
+
+
+def _decode_topic_line(line: str) -> TopicConfig:
+    """A line of either form; 5.x's sixth token is the attributes' JSON."""
+    tc = TopicConfig.decode_line(line)
+    parts = line.split(" ", 5)
+    if len(parts) == 6 and parts[5].strip():
+        attributes = fastjson.loads(parts[5])
+        tc.attributes = {str(k): str(v) for k, v in dict(attributes or {}).items()}
+    return tc
 
 
 def _inflate(body: bytes, limit: int) -> bytes:

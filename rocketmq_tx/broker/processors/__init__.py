@@ -7,7 +7,8 @@ The broker's request processors and its one processor table.
 requests are split by concern (:mod:`.admin` and its ``admin_*`` siblings); the store
 maintenance processor is also the default and answers REQUEST_CODE_NOT_SUPPORTED for
 every other code (see docs/compatibility.md). Transactions: :mod:`.endtransaction` (END_TRANSACTION,
-RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. With ``aclEnable``
+RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. 5.x message request
+modes and the broker-side allocation: :mod:`.assignment`. With ``aclEnable``
 every request is checked first (:class:`~rocketmq_tx.broker.processors.acl.AclServerHook`,
 docs/security.md).
 """
@@ -22,6 +23,7 @@ from rocketmq_tx.broker.processors.admin_groups import GroupAdminProcessor
 from rocketmq_tx.broker.processors.admin_offsets import OffsetAdminProcessor
 from rocketmq_tx.broker.processors.admin_relay import ClientRelayProcessor
 from rocketmq_tx.broker.processors.admin_topics import TopicAdminProcessor
+from rocketmq_tx.broker.processors.assignment import QueryAssignmentProcessor
 from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
 from rocketmq_tx.broker.processors.endtransaction import EndTransactionProcessor
@@ -58,6 +60,7 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         BrokerConfigProcessor(controller),
         ClientRelayProcessor(controller),
         EndTransactionProcessor(controller),
+        QueryAssignmentProcessor(controller),
     ]
     if not fast:
         processors.append(PullMessageProcessor(controller))

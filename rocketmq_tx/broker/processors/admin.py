@@ -17,15 +17,21 @@ concern, each a processor of its own in the one table
 One method per request code; each processor's :attr:`handlers` maps codes to them. Codes,
 remarks and bodies are Java 4.9.8's. Codes without a handler anywhere reach the default and
 get REQUEST_CODE_NOT_SUPPORTED (the transaction ones, 37 END_TRANSACTION and 323
-RESUME_CHECK_HALF_MESSAGE, are :mod:`.endtransaction`'s). One 5.x code is answered beyond 4.9.8's set:
-GET_TOPIC_CONFIG (351), which 5.x mqadmin needs. The ACL codes (50-53) are
-:mod:`.acl`'s.
+RESUME_CHECK_HALF_MESSAGE, are :mod:`.endtransaction`'s). 5.x codes answered beyond 4.9.8's set:
+GET_TOPIC_CONFIG (351), which 5.x mqadmin needs, the topic and group metadata of 5.x
+(UPDATE_AND_CREATE_TOPIC_LIST 18, GET_SUBSCRIPTIONGROUP_CONFIG 352,
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST 225, QUERY_TOPICS_BY_CONSUMER 343,
+QUERY_SUBSCRIPTION_BY_CONSUMER 345, topic attributes) and :mod:`.assignment`'s codes (400-402).
+The ACL codes (50-53) are :mod:`.acl`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.controller import BrokerController
@@ -34,11 +40,49 @@ from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.store.config import BrokerRole
 
-__all__ = ["AdminProcessor", "AdminBrokerProcessor", "clean_unused_topic", "clean_expired_consume_queue"]
+__all__ = ["AdminProcessor", "AdminBrokerProcessor", "clean_unused_topic", "clean_expired_consume_queue", "run_sliced"]
 
 log = Logger()
 
 _LMQ_PREFIX = "%LMQ%"
+
+#: Reactor time one slice of a bulk admin request may take (5.x's _LIST codes: a 16 MiB body
+#: holds ~150,000 topic configs, about a second of work).
+SLICE_SECONDS = 0.004
+
+_T = TypeVar("_T")
+
+
+def run_sliced(clock: Any, items: Sequence[_T], step: Callable[[_T], Any],
+               slice_seconds: float = SLICE_SECONDS, wall: Callable[[], float] = time.monotonic) -> Deferred:
+    """
+    Call *step* on each item in order, giving the reactor back (``callLater(0)``) whenever a
+    slice has taken *slice_seconds*. Fires with the first non-``None`` value *step* returns (the
+    rest are skipped), else ``None``; a short list runs to the end at once.
+    """
+    result: Deferred = Deferred()
+    position = 0
+
+    def run() -> None:
+        nonlocal position
+        deadline = wall() + slice_seconds
+        try:
+            while position < len(items):
+                outcome = step(items[position])
+                position += 1
+                if outcome is not None:
+                    result.callback(outcome)
+                    return
+                if wall() > deadline and position < len(items):
+                    clock.callLater(0, run)
+                    return
+        except Exception:
+            result.errback()
+            return
+        result.callback(None)
+
+    run()
+    return result
 
 
 def clean_unused_topic(controller: BrokerController, keep: Iterable[str], only: str | None = None) -> int:

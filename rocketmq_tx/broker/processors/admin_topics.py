@@ -5,15 +5,20 @@ Topic administration: create, delete, the topic configs, per-queue stats, the sy
 
 from __future__ import annotations
 
+from typing import Any
+
+from twisted.logger import Logger
+
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.processors.admin import AdminProcessor, clean_unused_topic
+from rocketmq_tx.broker.processors.admin import AdminProcessor, clean_unused_topic, run_sliced
 from rocketmq_tx.broker.topicconfig import validate_topic
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.attribute import MESSAGE_TYPE, AttributeAlterError, TopicMessageType, parse_to_map
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import PermName, TopicConfig
 from rocketmq_tx.net.dispatch import IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_tx.remoting.adminbodies import TopicOffset, TopicStatsTable
+from rocketmq_tx.remoting.adminbodies import CreateTopicListRequestBody, TopicOffset, TopicStatsTable
 from rocketmq_tx.remoting.bodies import topic_list
 from rocketmq_tx.remoting.headers.admin import (
     CreateTopicRequestHeader,
@@ -26,10 +31,12 @@ __all__ = ["TopicAdminProcessor"]
 
 _LMQ_PREFIX = "%LMQ%"
 
+log = Logger()
+
 
 class TopicAdminProcessor(AdminProcessor):
     """
-    UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG,
+    UPDATE_AND_CREATE_TOPIC (and its 5.x _LIST), DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG,
     GET_TOPIC_STATS_INFO, GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
     """
 
@@ -37,6 +44,7 @@ class TopicAdminProcessor(AdminProcessor):
         super().__init__(controller)
         self.handlers = {
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.UPDATE_AND_CREATE_TOPIC_LIST: self.update_and_create_topic_list,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_TOPIC_CONFIG: self.get_topic_config,
@@ -76,9 +84,85 @@ class TopicAdminProcessor(AdminProcessor):
         # name server's ORDER_TOPIC_CONFIG namespace (mqadmin updateTopic -o writes it there).
         tc = TopicConfig(topic, header.read_queue_nums, header.write_queue_nums, header.perm,
                          header.topic_filter_type, header.topic_sys_flag or 0)
+        error = self._apply_attributes(request, tc, header.attributes)
+        if error is not None:
+            return error
         self.controller.topic_config_manager.update_topic_config(tc)
         self.controller.on_topic_created(tc)
         return request.make_response()
+
+    def update_and_create_topic_list(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
+        """
+        UPDATE_AND_CREATE_TOPIC_LIST (18, 5.x): every name, queue count, permission and MIXED
+        type is checked first (INVALID_PARAMETER for names, as 5.x), then each topic is created
+        or changed in order with its attributes; an attribute refusal stops the list there (the
+        ones before it stay, as in Java); the name servers hear of all of them at once. Both
+        passes run in reactor slices (a body may hold ~150,000 configs).
+        """
+        error = self._slave_error(request)
+        if error is not None:
+            return error
+        try:
+            data = fastjson.loads(request.body or b"{}") or {}
+            configs = CreateTopicListRequestBody.from_json(data).topic_config_list
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal CreateTopicListRequestBody: {e}"[:512])
+        log.info("updateAndCreateTopicList: {count} topics, called by {peer}", count=len(configs), peer=ctx.peer)
+        manager = self.controller.topic_config_manager
+
+        def check(tc: TopicConfig) -> RemotingCommand | None:
+            bad = validate_topic(tc.topic_name)
+            if bad is None and manager.is_system_topic(tc.topic_name):
+                bad = f"The topic[{tc.topic_name}] is conflict with system topic."
+            if bad is not None:
+                return request.make_response(ResponseCode.INVALID_PARAMETER, bad)
+            error = self._queue_nums_error(request, tc.read_queue_nums, tc.write_queue_nums)
+            if error is not None:
+                return error
+            if not 0 <= tc.perm < PermName.PERM_PRIORITY:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, f"topicPermission value: {tc.perm} is invalid.")
+            if ((tc.attributes or {}).get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED
+                    and not self.settings["enableMixedMessageType"]):
+                return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+            return None
+
+        done: list[TopicConfig] = []
+
+        def apply(tc: TopicConfig) -> RemotingCommand | None:
+            error = self._apply_attributes(request, tc, dict(tc.attributes or {}))
+            if error is None:
+                manager.update_topic_config(tc)
+                done.append(tc)
+            return error
+
+        def checked(error: RemotingCommand | None) -> Any:
+            return error if error is not None else run_sliced(self.controller.reactor, configs, apply)
+
+        def applied(error: RemotingCommand | None) -> RemotingCommand:
+            if done:
+                self.controller.register_increment(done)
+            return error if error is not None else request.make_response()
+
+        return run_sliced(self.controller.reactor, configs, check).addCallback(checked).addCallback(applied)
+
+    def _apply_attributes(self, request: RemotingCommand, tc: TopicConfig,
+                          modification: str | dict[str, str] | None) -> RemotingCommand | None:
+        """
+        5.x topic attributes (``+message.type=FIFO,-reserve.time``): parsed and applied to the
+        stored ones as Java 5.5.0 does. MIXED is refused with INVALID_PARAMETER unless
+        ``enableMixedMessageType``; every other refusal is Java's exception
+        message under SYSTEM_ERROR. *modification* is the header string, or the signed-key map
+        a TopicConfig of UPDATE_AND_CREATE_TOPIC_LIST carries.
+        """
+        try:
+            requested = parse_to_map(modification) if not isinstance(modification, dict) else modification
+            if (requested.get("+" + MESSAGE_TYPE.name) == TopicMessageType.MIXED
+                    and not self.settings["enableMixedMessageType"]):
+                return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+            self.controller.topic_config_manager.alter_attributes(tc, requested)
+        except AttributeAlterError as e:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
+        return None
 
     def delete_topic(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         error = self._slave_error(request)

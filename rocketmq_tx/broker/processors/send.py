@@ -20,6 +20,7 @@ from rocketmq_tx.broker.topicconfig import (
     retry_topic,
     validate_topic,
 )
+from rocketmq_tx.common.attribute import CLEANUP_POLICY
 from rocketmq_tx.common.message import MessageConst, properties_to_string, string_to_properties, wait_store_msg_ok
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.common.sysflag import MessageSysFlag
@@ -225,6 +226,11 @@ class SendMessageProcessor(HandlerProcessor):
         error = self._retry_and_dlq(request, header, msg, props)
         if error is not None:
             return error
+        tc = self.topics.select_topic_config(header.topic)
+        if tc is not None and tc.attributes and tc.attributes.get(CLEANUP_POLICY.name) == "COMPACTION" and not (
+                props.get(MessageConst.PROPERTY_KEYS) or "").strip():
+            # The one send check 5.x ties to a topic attribute (a message type is not checked).
+            return self._response(request, ResponseCode.MESSAGE_ILLEGAL, "Required message key is missing")
         props[MessageConst.PROPERTY_CLUSTER] = self.settings["brokerClusterName"]
         msg.wait_store_msg_ok = wait_store_msg_ok(props)
         if props.get(MessageConst.PROPERTY_TRANSACTION_PREPARED, "").lower() == "true":

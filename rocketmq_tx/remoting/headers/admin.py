@@ -18,6 +18,7 @@ __all__ = [
     "CreateTopicRequestHeader",
     "DeleteTopicRequestHeader",
     "GetTopicConfigRequestHeader",
+    "GetSubscriptionGroupConfigRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
@@ -73,6 +74,13 @@ class GetTopicConfigRequestHeader(CommandCustomHeader):
     """``GetTopicConfigRequestHeader`` (GET_TOPIC_CONFIG, 351; 5.x only)."""
 
     topic: str = wire("topic", required=True)
+
+
+@custom_header
+class GetSubscriptionGroupConfigRequestHeader(CommandCustomHeader):
+    """``GetSubscriptionGroupConfigRequestHeader`` (GET_SUBSCRIPTIONGROUP_CONFIG, 352; 5.x only)."""
+
+    group: str = wire("group", required=True)
 
 
 @custom_header

@@ -28,6 +28,18 @@ class CompressedBodyTests(SynchronousTestCase):
             self.assertEqual(RegisterBrokerBody.decode(BODY.encode(compressed), compressed), BODY)
         self.assertEqual(zlib.decompress(BODY.encode(True)), inflated())
 
+    def test_attributes_line(self) -> None:
+        """5.x's line carries the topic's attributes as a sixth token of JSON, read back; 5.x's
+        trailing separator without attributes reads as the 4.9 line."""
+        body = RegisterBrokerBody(DataVersion(1, 2), {"F": TopicConfig("F", 2, 2, attributes={"message.type": "FIFO"})})
+        raw = zlib.decompress(body.encode(True))
+        self.assertIn(b'F 2 2 6 SINGLE_TAG {"message.type":"FIFO"}', raw)
+        self.assertEqual(RegisterBrokerBody.decode(body.encode(True), True), body)
+        java_5x = RegisterBrokerBodyCompressed.build(dict(
+            data_version='{"counter":3,"timestamp":1700000000000}', topic_configs=["T 4 4 6 SINGLE_TAG "],
+            filter_server_list='["10.0.0.1:9999"]', rest=b""))
+        self.assertEqual(RegisterBrokerBody.decode(zlib.compress(java_5x), True), BODY)
+
     def test_limit_is_the_largest_frame(self) -> None:
         self.assertEqual(MAX_INFLATED_REGISTER_BODY, 16 * 1024 * 1024)
 
