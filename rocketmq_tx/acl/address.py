@@ -26,8 +26,8 @@ The remote address is the peer's host as Java prints it (:func:`remote_host`).
 
 from __future__ import annotations
 
-import ipaddress
 import functools
+import ipaddress
 import re
 
 from rocketmq_tx.acl.errors import AclError
