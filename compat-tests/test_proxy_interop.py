@@ -40,10 +40,11 @@ CLUSTER = "ProxyCluster"
 QUEUES = 4
 #: Properties that differ per message or per broker, compared for presence only.
 PER_MESSAGE = {"UNIQ_KEY", "BORN_TIMESTAMP", "CONSUME_START_TIME", "MAX_OFFSET", "MIN_OFFSET"}
-#: What the Java broker (4.9 and 5.x: ``AbstractSendMessageProcessor.buildMsgContext``) adds to the
-#: properties of every message it stores and our broker does not yet: MSG_REGION (``regionId``,
-#: DefaultRegion) and TRACE_ON (``traceOn``, true). A broker gap, listed in README.md; compared
-#: apart so that every other property is still held to Java's.
+#: What the Java 5.x broker (``AbstractSendMessageProcessor.buildMsgContext``; 4.9 only with a send
+#: hook registered) adds to the properties of every message it stores and our broker, storing as 4.9
+#: does, does not: MSG_REGION (``regionId``, DefaultRegion) and TRACE_ON (``traceOn``, true). A known
+#: difference (docs/compatibility.md, message trace), compared apart so that every other property
+#: is still held to Java's.
 BROKER_GAP = {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
 
 
