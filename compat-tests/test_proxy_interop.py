@@ -12,7 +12,8 @@ One proxy per backend serves the whole session. What is asserted is what works t
 on our servers today: a normal message sent by the gRPC producer is stored on the broker as the
 Java broker stores it (body, tag, keys, every property but the per-message ones). The other flows
 (FIFO, delay, transactional sends; SimpleConsumer and PushConsumer) are ProxyPeer subcommands whose
-failures against our broker are listed in README.md, until the broker features they need land.
+failures against our broker are listed in README.md, until the broker features they need land; on
+the Java backend they are run here, so the harness is known to drive them.
 """
 
 from __future__ import annotations
@@ -247,3 +248,46 @@ def test_proxy_on_our_namesrv_with_java_5x_broker(java_broker_tx_namesrv: MixedB
     broker_log = Path(backend.broker_process.stderr_path).read_text(errors="replace")
     assert "Couldn't find any broker member" not in broker_log
     assert tb.broker_log_problems(namesrv_log) == []
+
+
+def test_proxy_peer_flows_on_java_reference(java_backend: Backend) -> None:
+    """
+    The harness itself, on the Java 5.5.0 backend: every ProxyPeer flow the lead engineer will
+    point at our broker once topic attributes, 352, POP and timers land does what it says there.
+    FIFO keeps each message group's order, a delay message comes no earlier than its timestamp,
+    a committed transactional message is delivered, changeInvisibleDuration redelivers with
+    attempt 2, and the PushConsumer receives.
+    """
+    b = java_backend
+    for topic, kind in (("PxFifo", "FIFO"), ("PxDelay", "DELAY"), ("PxTx", "TRANSACTION")):
+        create_topic(b, topic, kind)
+    # A FIFO group (consumeMessageOrderly) serves one message group's messages in order.
+    rj.mqadmin(b.classpath, ["updateSubGroup", "-n", b.namesrv, "-c", CLUSTER, "-g", "GpFifo", "-o", "true"], b.home)
+
+    def ok(result: dict) -> dict:
+        assert result["ok"], result
+        return result
+
+    ok(rp.proxy_peer(b.home, "fifo", b.proxy.endpoint, "PxFifo", 6, "f", 2))
+    ok(rp.proxy_peer(b.home, "delay", b.proxy.endpoint, "PxDelay", 2, "d", 3000))
+    tx = ok(rp.proxy_peer(b.home, "transaction", b.proxy.endpoint, "PxTx", 2, "t", "COMMIT"))
+    assert len(tx["sent"]) == 2
+
+    fifo = ok(rp.proxy_peer(b.home, "simple", b.proxy.endpoint, "PxFifo", "GpFifo", 6, 60, 20, "ack"))
+    for group in ("f-g0", "f-g1"):
+        order = [int(d["body"].split("-")[1]) for d in fifo["deliveries"] if d["group"] == group]
+        assert order == sorted(order) and len(order) == 3, (group, fifo["deliveries"])
+
+    delay = ok(rp.proxy_peer(b.home, "simple", b.proxy.endpoint, "PxDelay", "GpDelay", 2, 60, 20, "ack"))
+    assert {d["body"] for d in delay["deliveries"]} == {"d-0", "d-1"}
+    for d in delay["deliveries"]:
+        assert d["receivedAt"] >= d["deliveryTimestamp"], d
+
+    changed = ok(rp.proxy_peer(b.home, "simple", b.proxy.endpoint, "PxTx", "GpTx", 2, 60, 20, "change"))
+    attempts = sorted((d["body"], d["attempt"], d["action"]) for d in changed["deliveries"])
+    assert attempts == [("t-0", 1, "change"), ("t-0", 2, "ack"), ("t-1", 1, "change"), ("t-1", 2, "ack")], attempts
+
+    create_topic(b, "PxPush", "NORMAL")
+    send_normal(b, "PxPush", "p", 3)
+    push = ok(rp.proxy_peer(b.home, "push", b.proxy.endpoint, "PxPush", "GpPush", 3, 60))
+    assert push["distinct"] == 3, push
