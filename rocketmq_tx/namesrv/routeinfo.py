@@ -52,6 +52,10 @@ class BrokerLiveInfo:
     data_version: DataVersion
     channel: Hashable | None
     ha_server_addr: str | None
+    #: 5.x: the broker's own expiry (``heartbeatTimeoutMillis`` of its registration; a broker
+    #: in ``enableSlaveActingMaster`` mode sends 10 s and keeps alive with BROKER_HEARTBEAT);
+    #: ``None``: the name server's ``expired_time``
+    heartbeat_timeout_millis: int | None = None
 
 
 @dataclass(slots=True)
@@ -106,6 +110,7 @@ class RouteInfoManager:
         channel: Hashable | None,
         enable_acting_master: bool | None = None,
         apply_limit: int | None = None,
+        heartbeat_timeout_millis: int | None = None,
     ) -> RegisterBrokerResult:
         """
         REGISTER_BROKER: add or refresh a broker and, from a master, its topics. With
@@ -141,7 +146,8 @@ class RouteInfoManager:
                 for config in configs:
                     self._create_and_update_queue_data(broker_name, config)
 
-        self.broker_live_table[broker_addr] = BrokerLiveInfo(self.now(), data_version, channel, ha_server_addr)
+        self.broker_live_table[broker_addr] = BrokerLiveInfo(self.now(), data_version, channel, ha_server_addr,
+                                                             heartbeat_timeout_millis)
         if filter_server_list is not None:
             if filter_server_list:
                 self.filter_server_table[broker_addr] = list(filter_server_list)
@@ -156,6 +162,31 @@ class RouteInfoManager:
                     result.ha_server_addr = master.ha_server_addr
                     result.master_addr = master_addr
         return result
+
+    def register_topic(self, topic: str, queue_datas: list[QueueData]) -> bool:
+        """
+        REGISTER_TOPIC_IN_NAMESRV (5.x): one topic's queues from the brokers that serve it. Every
+        broker name must be registered; at the first unknown one Java stops, so a new topic is
+        not created at all while an existing topic keeps the entries put before it. Returns
+        whether every queue data was applied.
+        """
+        if not queue_datas:
+            return True
+        self.generation += 1
+        existing = self.topic_queue_table.get(topic)
+        target = existing if existing is not None else {}
+        for queue_data in queue_datas:
+            if queue_data.broker_name not in self.broker_addr_table:
+                return False
+            target[queue_data.broker_name] = queue_data
+        if existing is None:
+            self.topic_queue_table[topic] = target
+        return True
+
+    def get_broker_member_group(self, broker_name: str) -> dict[int, str]:
+        """GET_BROKER_MEMBER_GROUP (5.x): the addresses of *broker_name* by broker id (a copy)."""
+        broker_data = self.broker_addr_table.get(broker_name)
+        return dict(broker_data.broker_addrs) if broker_data is not None else {}
 
     def apply_topic_configs(self, broker_name: str, configs: Iterable[TopicConfig]) -> None:
         """The rest of a registration's topics (:class:`RegisterBrokerResult` ``pending_topics``)."""
@@ -178,11 +209,25 @@ class RouteInfoManager:
         live = self.broker_live_table.get(broker_addr)
         return live.data_version if live is not None else None
 
-    def update_broker_info_update_timestamp(self, broker_addr: str, timestamp: int | None = None) -> None:
-        """Keep a broker alive (QUERY_DATA_VERSION with nothing changed)."""
+    def update_broker_info_update_timestamp(self, broker_addr: str, timestamp: int | None = None,
+                                            cluster_name: str | None = None) -> None:
+        """
+        Keep a broker alive (QUERY_DATA_VERSION with nothing changed, BROKER_HEARTBEAT). With
+        *cluster_name* (5.x keys live brokers by cluster and address), only a broker of that cluster.
+        """
         live = self.broker_live_table.get(broker_addr)
-        if live is not None:
-            live.last_update_timestamp = self.now() if timestamp is None else timestamp
+        if live is None:
+            return
+        if cluster_name is not None and not self._in_cluster(cluster_name, broker_addr):
+            return
+        live.last_update_timestamp = self.now() if timestamp is None else timestamp
+
+    def _in_cluster(self, cluster_name: str, broker_addr: str) -> bool:
+        for name in self.cluster_addr_table.get(cluster_name) or ():
+            broker_data = self.broker_addr_table.get(name)
+            if broker_data is not None and broker_addr in broker_data.broker_addrs.values():
+                return True
+        return False
 
     def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
         """UNREGISTER_BROKER: forget one broker id; the name goes when its last address does."""
@@ -213,10 +258,11 @@ class RouteInfoManager:
     # -- liveness ---------------------------------------------------------------
 
     def scan_not_active_broker(self) -> int:
-        """Drop every broker silent for longer than the expiry; returns how many."""
-        deadline = self.now() - self.expired_time
+        """Drop every broker silent for longer than its expiry; returns how many."""
+        now = self.now()
         expired = [(addr, live) for addr, live in self.broker_live_table.items()
-                   if live.last_update_timestamp < deadline]
+                   if live.last_update_timestamp + (self.expired_time if live.heartbeat_timeout_millis is None
+                                                    else live.heartbeat_timeout_millis) < now]
         for addr, live in expired:
             if live.channel is not None and self.on_close_channel is not None:
                 self.on_close_channel(live.channel)

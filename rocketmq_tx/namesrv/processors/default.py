@@ -2,7 +2,8 @@
 """
 ``DefaultRequestProcessor``: every name-server request except route queries — broker
 registration and keep-alive, cluster and topic listings, permissions, KV configuration,
-the server's own configuration. Response codes and remarks are Java 4.9.8's.
+the server's own configuration. Response codes and remarks are Java 4.9.8's; the 5.x codes
+(REGISTER_TOPIC_IN_NAMESRV, GET_BROKER_MEMBER_GROUP, BROKER_HEARTBEAT) answer as Java 5.x's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from twisted.internet import threads
 from twisted.internet.defer import Deferred
 
 from rocketmq_tx.common import fastjson
-from rocketmq_tx.common.route import DataVersion
+from rocketmq_tx.common.route import DataVersion, TopicRouteData
 from rocketmq_tx.config import ConfigError, read_properties_text
 from rocketmq_tx.namesrv.controller import NamesrvController
 from rocketmq_tx.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
@@ -25,8 +26,10 @@ from rocketmq_tx.remoting.bodies import ClusterInfo, RegisterBrokerBody, kv_tabl
 from rocketmq_tx.remoting.headers.namesrv import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
+    BrokerHeartbeatRequestHeader,
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
+    GetBrokerMemberGroupRequestHeader,
     GetKVConfigRequestHeader,
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
@@ -36,6 +39,7 @@ from rocketmq_tx.remoting.headers.namesrv import (
     QueryDataVersionResponseHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
+    RegisterTopicRequestHeader,
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
@@ -66,11 +70,14 @@ class DefaultRequestProcessor(HandlerProcessor):
             RequestCode.QUERY_DATA_VERSION: self.query_broker_topic_config,
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+            RequestCode.BROKER_HEARTBEAT: self.broker_heartbeat,
+            RequestCode.GET_BROKER_MEMBER_GROUP: self.get_broker_member_group,
             RequestCode.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
             RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm_of_broker,
             RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic_in_namesrv,
+            RequestCode.REGISTER_TOPIC_IN_NAMESRV: self.register_topic_in_namesrv,
             RequestCode.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
             RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
@@ -153,6 +160,7 @@ class DefaultRequestProcessor(HandlerProcessor):
             header.cluster_name, header.broker_addr, header.broker_name, header.broker_id, header.ha_server_addr,
             body.data_version, body.topic_config_table, body.filter_server_list if request.version >= 37 else None,
             ctx, header.enable_acting_master, apply_limit=_APPLY_SLICE if clock is not None else None,
+            heartbeat_timeout_millis=header.heartbeat_timeout_millis,
         )
         order = (self.kv.list_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
                  if self.controller.settings["returnOrderTopicConfigToBroker"] else None)
@@ -202,6 +210,21 @@ class DefaultRequestProcessor(HandlerProcessor):
         self.routes.unregister_broker(header.cluster_name, header.broker_addr, header.broker_name, header.broker_id)
         return request.make_response()
 
+    def broker_heartbeat(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """BROKER_HEARTBEAT (5.x, oneway from a broker in ``enableSlaveActingMaster`` mode): keep it alive."""
+        header = BrokerHeartbeatRequestHeader.from_ext_fields(request.ext_fields)
+        self.routes.update_broker_info_update_timestamp(header.broker_addr, cluster_name=header.cluster_name)
+        return request.make_response()
+
+    def get_broker_member_group(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
+        """GET_BROKER_MEMBER_GROUP (5.x): the broker ids and addresses of one broker name (empty if unknown)."""
+        header = GetBrokerMemberGroupRequestHeader.from_ext_fields(request.ext_fields)
+        addrs = self.routes.get_broker_member_group(header.broker_name)
+        group = {"brokerAddrs": dict(sorted(addrs.items())), "brokerName": header.broker_name,
+                 "cluster": header.cluster_name}
+        # Java (fastjson2) writes the Long keys unquoted, as dumps_legacy does.
+        return request.make_response(body=fastjson.dumps_legacy({"brokerMemberGroup": group}))
+
     def query_broker_topic_config(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
         try:
@@ -245,6 +268,37 @@ class DefaultRequestProcessor(HandlerProcessor):
     def delete_topic_in_namesrv(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:
         header = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields)
         self.routes.delete_topic(header.topic, header.cluster_name)
+        return request.make_response()
+
+    def register_topic_in_namesrv(self, ctx: IRemotingContext,
+                                  request: RemotingCommand) -> RemotingCommand | Deferred:
+        """
+        REGISTER_TOPIC_IN_NAMESRV (5.x): a broker in ``enableSingleTopicRegister`` mode registers one
+        topic it created (a TopicRouteData body with its queue datas) instead of its whole table.
+        Answered SUCCESS whatever became of it, as Java does; a large body is decoded in the
+        reactor's thread pool as REGISTER_BROKER's is.
+        """
+        header = RegisterTopicRequestHeader.from_ext_fields(request.ext_fields)
+        clock = getattr(ctx, "clock", None)
+        pool = getattr(clock, "getThreadPool", None)
+        if clock is None or pool is None or len(request.body) <= _DECODE_ON_REACTOR_MAX:
+            return self._topic_registered(request, header.topic, self._decode_route(request.body))
+        d = threads.deferToThreadPool(clock, pool(), self._decode_route, request.body)
+        return d.addCallback(lambda route: self._topic_registered(request, header.topic, route))
+
+    @staticmethod
+    def _decode_route(body: bytes) -> TopicRouteData:
+        """TopicRouteData from JSON; no shared state, thread-safe."""
+        try:
+            data = fastjson.loads(body)
+            if not isinstance(data, dict):
+                raise TypeError(f"a JSON object expected, got {type(data).__name__}")
+            return TopicRouteData.from_json(data)
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise RemotingCommandError(f"invalid TopicRouteData body: {e}") from None
+
+    def _topic_registered(self, request: RemotingCommand, topic: str, route: TopicRouteData) -> RemotingCommand:
+        self.routes.register_topic(topic, route.queue_datas)
         return request.make_response()
 
     def get_topics_by_cluster(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand:

@@ -230,6 +230,58 @@ class ProcessorTests(SynchronousTestCase):
                           self.settings["listenPort"]), ("center", 10000, 9876))
         self.assertFalse(os.path.exists(f"{self.dir}/namesrv.properties"))
 
+    def test_broker_member_group(self) -> None:
+        """GET_BROKER_MEMBER_GROUP (901): the body byte for byte as Java 5.5.0 encodes it."""
+        self.register()
+        self.register(broker_id=2, brokerAddr="127.0.0.1:10921", haServerAddr="127.0.0.1:10922")
+        response = self.call(RequestCode.GET_BROKER_MEMBER_GROUP, {"clusterName": "c1", "brokerName": "broker-a"})
+        self.assertEqual((response.code, response.body),
+                         (ResponseCode.SUCCESS, b'{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",'
+                                                b'2:"127.0.0.1:10921"},"brokerName":"broker-a","cluster":"c1"}}'))
+        response = self.call(RequestCode.GET_BROKER_MEMBER_GROUP, {"clusterName": "c1", "brokerName": "nobody"})
+        self.assertEqual(response.body,
+                         b'{"brokerMemberGroup":{"brokerAddrs":{},"brokerName":"nobody","cluster":"c1"}}')
+        response = self.call(RequestCode.GET_BROKER_MEMBER_GROUP, {"clusterName": "c1"})
+        self.assertEqual((response.code, response.remark),
+                         (ResponseCode.SYSTEM_ERROR, "the custom field <brokerName> is null"))
+
+    def test_broker_heartbeat(self) -> None:
+        """BROKER_HEARTBEAT (904) refreshes a broker of the named cluster, within its own timeout."""
+        now = [1_700_000_000_000]
+        self.controller.route_info_manager.now = lambda: now[0]
+        self.register(heartbeatTimeoutMillis="10000")
+        now[0] += 9_000
+        ext = {"clusterName": "DefaultCluster", "brokerAddr": "127.0.0.1:10911", "brokerName": "broker-a"}
+        self.assertEqual(self.call(RequestCode.BROKER_HEARTBEAT, ext).code, ResponseCode.SUCCESS)
+        self.assertEqual(self.call(RequestCode.BROKER_HEARTBEAT, {**ext, "brokerAddr": "1.2.3.4:5"}).code,
+                         ResponseCode.SUCCESS)
+        now[0] += 9_000
+        self.assertEqual(self.controller.route_info_manager.scan_not_active_broker(), 0)
+        now[0] += 1_001
+        self.assertEqual(self.controller.route_info_manager.scan_not_active_broker(), 1)
+        response = self.call(RequestCode.BROKER_HEARTBEAT, {"clusterName": "c", "brokerName": "b"})
+        self.assertEqual(response.remark, "the custom field <brokerAddr> is null")
+
+    def test_register_topic_in_namesrv(self) -> None:
+        """REGISTER_TOPIC_IN_NAMESRV (217): the body's queue datas become the route, answered SUCCESS."""
+        self.register()
+        body = (b'{"brokerDatas":[],"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":2,'
+                b'"topicSysFlag":0,"writeQueueNums":2}]}')
+        response = self.call(RequestCode.REGISTER_TOPIC_IN_NAMESRV, {"topic": "Single"}, body)
+        self.assertEqual(response.code, ResponseCode.SUCCESS)
+        route = fastjson.loads(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Single"}).body)
+        self.assertEqual([(q["brokerName"], q["readQueueNums"]) for q in route["queueDatas"]], [("broker-a", 2)])
+        unknown = body.replace(b"broker-a", b"ghost")
+        self.assertEqual(self.call(RequestCode.REGISTER_TOPIC_IN_NAMESRV, {"topic": "Ghost"}, unknown).code,
+                         ResponseCode.SUCCESS)
+        self.assertEqual(self.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Ghost"}).code,
+                         ResponseCode.TOPIC_NOT_EXIST)
+        for bad in (b"", b"[1]", b"{not json", b'{"queueDatas":[{"perm":6}]}'):
+            response = self.call(RequestCode.REGISTER_TOPIC_IN_NAMESRV, {"topic": "Bad"}, bad)
+            self.assertEqual(response.code, ResponseCode.SYSTEM_ERROR, bad)
+            self.assertIn("invalid TopicRouteData body", response.remark)
+        self.assertEqual(self.call(RequestCode.REGISTER_TOPIC_IN_NAMESRV).remark, "the custom field <topic> is null")
+
     def test_unknown_code(self) -> None:
         """Codes a name server does not handle get REQUEST_CODE_NOT_SUPPORTED, as from 5.x."""
         response = self.call(RequestCode.SEND_MESSAGE_V2)

@@ -14,6 +14,7 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.route import DataVersion, TopicConfig
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.controller import NamesrvController
@@ -197,3 +198,36 @@ class RouteApplySliceTests(RegistrationTestCase):
         for topic in ("T0", "T3000", "T4999"):
             (queue,) = routes.pickup_topic_route_data(topic).queue_datas
             self.assertEqual(queue.write_queue_nums, 4, topic)
+
+
+class RegisterTopicOffloadTests(RegistrationTestCase):
+    """REGISTER_TOPIC_IN_NAMESRV (217) bodies past the reactor's size are decoded in the thread too."""
+
+    def topic_request(self, body: bytes) -> RemotingCommand:
+        return RemotingCommand.request(RequestCode.REGISTER_TOPIC_IN_NAMESRV, {"topic": "Single"}, body, version=513)
+
+    def test_large_body_decoded_in_thread(self) -> None:
+        """The same answer and route as on the reactor; a small body is answered at once."""
+        self.table.dispatch(self.broker, self.request(SMALL))
+        queue = {"brokerName": "broker-a", "perm": 6, "readQueueNums": 2, "topicSysFlag": 0, "writeQueueNums": 2}
+        big = fastjson.dumps({"brokerDatas": [], "queueDatas": [queue] * 400})
+        self.assertGreater(len(big), 16 * 1024)
+        request = self.topic_request(big)
+        d = self.table.dispatch(self.broker, request)
+        self.assertNoResult(d)
+        self.assertIsNone(self.controller.route_info_manager.pickup_topic_route_data("Single"))
+        self.reactor.run_work()
+        self.assertEqual(encode_command(self.successResultOf(d)), self.on_reactor(request))
+        route = self.controller.route_info_manager.pickup_topic_route_data("Single")
+        self.assertEqual([q.write_queue_nums for q in route.queue_datas], [2])
+        small = self.table.dispatch(self.broker, self.topic_request(fastjson.dumps({"queueDatas": [queue]})))
+        self.assertIsInstance(small, RemotingCommand)
+
+    def test_large_garbage_answers_the_same(self) -> None:
+        """An undecodable large body is SYSTEM_ERROR from the thread, as on the reactor."""
+        request = self.topic_request(b"[" * 20000)
+        d = self.table.dispatch(self.broker, request)
+        self.reactor.run_work()
+        response = self.successResultOf(d)
+        self.assertEqual(response.code, ResponseCode.SYSTEM_ERROR)
+        self.assertEqual(encode_command(response), self.on_reactor(request))

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.common.route import DataVersion, PermName, TopicConfig
+from rocketmq_tx.common.route import DataVersion, PermName, QueueData, TopicConfig
 from rocketmq_tx.namesrv.routeinfo import RouteInfoManager
 
 
@@ -107,6 +107,56 @@ class RegistrationTests(SynchronousTestCase):
         self.assertEqual(self.rim.scan_not_active_broker(), 1)
         self.assertEqual(self.closed, ["old"])
         self.assertEqual(set(self.rim.broker_addr_table), {"broker-b"})
+
+    def test_heartbeat_timeout_of_registration(self) -> None:
+        """
+        A 5.x broker's heartbeatTimeoutMillis is its own expiry (10 s for enableSlaveActingMaster);
+        a heartbeat of its cluster keeps it, one naming another cluster does not; a broker that
+        sent none keeps the name server's 120 s.
+        """
+        self.rim.register_broker("c1", "10.0.0.1:10911", "broker-a", 0, None, DataVersion(1, 1), topics("T"), [],
+                                 "a", heartbeat_timeout_millis=10_000)
+        self.rim.register_broker("c1", "10.0.0.2:10911", "broker-b", 0, None, DataVersion(1, 1), topics("T"), [],
+                                 "b", heartbeat_timeout_millis=10_000)
+        self.register("10.0.0.3:10911", name="broker-c", channel="c")
+        self.time.ms += 9_000
+        self.rim.update_broker_info_update_timestamp("10.0.0.1:10911", cluster_name="c1")
+        self.rim.update_broker_info_update_timestamp("10.0.0.2:10911", cluster_name="other")
+        self.time.ms += 1_001
+        self.assertEqual(self.rim.scan_not_active_broker(), 1)
+        self.assertEqual(self.closed, ["b"])
+        self.time.ms += 8_999
+        self.assertEqual(self.rim.scan_not_active_broker(), 0)
+        self.time.ms += 2
+        self.assertEqual(self.rim.scan_not_active_broker(), 1)
+        self.assertEqual(set(self.rim.broker_addr_table), {"broker-c"})
+
+    def test_register_topic(self) -> None:
+        """
+        REGISTER_TOPIC_IN_NAMESRV: a new topic only if every broker name is registered; an existing
+        topic takes the queue datas before the first unknown name (Java stops there).
+        """
+        self.register()
+        self.register("10.0.0.9:10911", name="broker-b", table={})
+        self.assertTrue(self.rim.register_topic("N", [QueueData("broker-a", 2, 2, 6), QueueData("broker-b", 1, 1, 4)]))
+        self.assertEqual(sorted((q.broker_name, q.write_queue_nums, q.perm)
+                                for q in self.rim.pickup_topic_route_data("N").queue_datas),
+                         [("broker-a", 2, 6), ("broker-b", 1, 4)])
+        self.assertFalse(self.rim.register_topic("M", [QueueData("broker-a", 2, 2, 6), QueueData("ghost", 1, 1, 6)]))
+        self.assertIsNone(self.rim.pickup_topic_route_data("M"))
+        self.assertFalse(self.rim.register_topic("T", [QueueData("broker-b", 8, 8, 6), QueueData("ghost", 1, 1, 6)]))
+        self.assertEqual(sorted((q.broker_name, q.write_queue_nums)
+                                for q in self.rim.pickup_topic_route_data("T").queue_datas),
+                         [("broker-a", 4), ("broker-b", 8)])
+        self.assertTrue(self.rim.register_topic("E", []))
+        self.assertIsNone(self.rim.pickup_topic_route_data("E"))
+
+    def test_broker_member_group(self) -> None:
+        """GET_BROKER_MEMBER_GROUP: every id of the broker name, empty for an unknown one."""
+        self.register()
+        self.register("10.0.0.2:10911", broker_id=2, channel="s")
+        self.assertEqual(self.rim.get_broker_member_group("broker-a"), {0: "10.0.0.1:10911", 2: "10.0.0.2:10911"})
+        self.assertEqual(self.rim.get_broker_member_group("nobody"), {})
 
     def test_delete_topic_by_cluster(self) -> None:
         """Deleting from one cluster leaves the other cluster's queues."""

@@ -1,5 +1,5 @@
 # -*- test-case-name: rocketmq_tx.namesrv.test.test_processors -*-
-"""Headers of the name server's requests (codes 100-106, 205, 206, 216, 219, 224, 322, 327)."""
+"""Headers of the name server's requests (codes 100-106, 205, 206, 216, 217, 219, 224, 322, 327, 901, 904)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ __all__ = [
     "AddWritePermOfBrokerResponseHeader",
     "DeleteTopicFromNamesrvRequestHeader",
     "GetTopicsByClusterRequestHeader",
+    "RegisterTopicRequestHeader",
+    "GetBrokerMemberGroupRequestHeader",
+    "BrokerHeartbeatRequestHeader",
 ]
 
 
@@ -155,3 +158,34 @@ class GetTopicsByClusterRequestHeader(CommandCustomHeader):
     """``GetTopicsByClusterRequestHeader`` (224)."""
 
     cluster: str = wire("cluster", required=True)
+
+
+@custom_header
+class RegisterTopicRequestHeader(CommandCustomHeader):
+    """``RegisterTopicRequestHeader`` (217, 5.x): a broker registers one topic's queues."""
+
+    topic: str = wire("topic", required=True)
+
+
+@custom_header
+class GetBrokerMemberGroupRequestHeader(CommandCustomHeader):
+    """``GetBrokerMemberGroupRequestHeader`` (901, 5.x)."""
+
+    cluster_name: str = wire("clusterName", required=True)
+    broker_name: str = wire("brokerName", required=True)
+
+
+@custom_header
+class BrokerHeartbeatRequestHeader(CommandCustomHeader):
+    """``BrokerHeartbeatRequestHeader`` (904, 5.x); the name server reads the first three fields,
+    the rest are for the controller."""
+
+    cluster_name: str = wire("clusterName", required=True)
+    broker_addr: str = wire("brokerAddr", required=True)
+    broker_name: str = wire("brokerName", required=True)
+    broker_id: int | None = wire("brokerId")
+    epoch: int | None = wire("epoch")
+    max_offset: int | None = wire("maxOffset")
+    confirm_offset: int | None = wire("confirmOffset")
+    heartbeat_timeout_mills: int | None = wire("heartbeatTimeoutMills")
+    election_priority: int | None = wire("electionPriority")
