@@ -7,7 +7,8 @@ The broker's request processors and its one processor table.
 requests are split by concern (:mod:`.admin` and its ``admin_*`` siblings); the store
 maintenance processor is also the default and answers REQUEST_CODE_NOT_SUPPORTED for
 every other code (see docs/compatibility.md). Transactions: :mod:`.endtransaction` (END_TRANSACTION,
-RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. With ``aclEnable``
+RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. POP consumption (5.x):
+:mod:`.pop`, :mod:`.ack`, :mod:`.changeinvisible` over :mod:`rocketmq_tx.broker.pop`. With ``aclEnable``
 every request is checked first (:class:`~rocketmq_tx.broker.processors.acl.AclServerHook`,
 docs/security.md).
 """
@@ -15,6 +16,7 @@ docs/security.md).
 from __future__ import annotations
 
 from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.processors.ack import AckMessageProcessor
 from rocketmq_tx.broker.processors.acl import AclConfigProcessor, AclServerHook
 from rocketmq_tx.broker.processors.admin import AdminBrokerProcessor
 from rocketmq_tx.broker.processors.admin_config import BrokerConfigProcessor
@@ -22,9 +24,11 @@ from rocketmq_tx.broker.processors.admin_groups import GroupAdminProcessor
 from rocketmq_tx.broker.processors.admin_offsets import OffsetAdminProcessor
 from rocketmq_tx.broker.processors.admin_relay import ClientRelayProcessor
 from rocketmq_tx.broker.processors.admin_topics import TopicAdminProcessor
+from rocketmq_tx.broker.processors.changeinvisible import ChangeInvisibleTimeProcessor
 from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
 from rocketmq_tx.broker.processors.endtransaction import EndTransactionProcessor
+from rocketmq_tx.broker.processors.pop import PopMessageProcessor
 from rocketmq_tx.broker.processors.pull import PullMessageProcessor
 from rocketmq_tx.broker.processors.query import QueryMessageProcessor
 from rocketmq_tx.broker.processors.reply import ReplyMessageProcessor
@@ -37,7 +41,7 @@ __all__ = ["processor_table"]
 def processor_table(controller: BrokerController, fast: bool = False) -> ProcessorTable:
     """
     The processors of a broker port. *fast* is the VIP port (listenPort - 2), which serves
-    everything but the pulls (PULL_MESSAGE, LITE_PULL_MESSAGE), as in Java.
+    everything but the pulls (PULL_MESSAGE, LITE_PULL_MESSAGE) and POP_MESSAGE, as in Java.
     """
     table = ProcessorTable()
     if controller.acl is not None:
@@ -58,9 +62,12 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         BrokerConfigProcessor(controller),
         ClientRelayProcessor(controller),
         EndTransactionProcessor(controller),
+        AckMessageProcessor(controller),
+        ChangeInvisibleTimeProcessor(controller),
     ]
     if not fast:
         processors.append(PullMessageProcessor(controller))
+        processors.append(PopMessageProcessor(controller))
     for processor in processors:
         table.register_handlers(processor)
     return table

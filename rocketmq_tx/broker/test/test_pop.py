@@ -1,0 +1,273 @@
+"""POP consumption: POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, revival, restarts."""
+
+from __future__ import annotations
+
+from twisted.internet.defer import Deferred
+
+from rocketmq_tx.broker.pop import REVIVE_GROUP
+from rocketmq_tx.broker.processors import processor_table
+from rocketmq_tx.broker.test.test_processors import BrokerTestCase, props
+from rocketmq_tx.broker.test.util import make_controller
+from rocketmq_tx.common.messagecodec import decode_messages
+from rocketmq_tx.common.route import TopicConfig
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting import extrainfo as ei
+from rocketmq_tx.remoting.headers.pop import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
+from rocketmq_tx.remoting.popbodies import BatchAck, BatchAckMessageRequestBody, PopCheckPoint
+
+TOPIC = "TopicTest"
+GROUP = "g"
+REVIVE = "rmq_sys_REVIVE_LOG_DefaultCluster"
+INVISIBLE = 10_000
+
+
+class PopTestCase(BrokerTestCase):
+    # Retry topic read last, so a test sees normal messages first.
+    keys = {"popFromRetryProbability": 0}
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.controller.topic_config_manager.update_topic_config(TopicConfig(TOPIC, 1, 1))
+
+    def put(self, tags: str = "TagA", body: bytes = b"hello") -> None:
+        response = self.send(TOPIC, body=body, queue_id=0, body_props=props(TAGS=tags))
+        self.assertEqual(response.code, ResponseCode.SUCCESS, response.remark)
+
+    def pop_ext(self, max_nums: int = 32, poll_time: int = 0, queue_id: int = -1, exp: str | None = None,
+                order: bool | None = None, invisible: int = INVISIBLE) -> dict:
+        return PopMessageRequestHeader(GROUP, TOPIC, queue_id, max_nums, invisible, poll_time,
+                                       self.controller.now_ms(), 0, "TAG" if exp else None, exp, order).to_ext_fields()
+
+    def pop(self, **kw) -> RemotingCommand:  # type: ignore[no-untyped-def]
+        return self.call(RequestCode.POP_MESSAGE, self.pop_ext(**kw))
+
+    def messages(self, response: RemotingCommand) -> list:  # type: ignore[type-arg]
+        self.assertEqual(response.code, ResponseCode.SUCCESS, response.remark)
+        return decode_messages(response.body)
+
+    def extra_info(self, response: RemotingCommand, msg) -> str:  # type: ignore[no-untyped-def]
+        """What the 5.x client puts in POP_CK for *msg* (MQClientAPIImpl.processPopResponse)."""
+        if "POP_CK" in msg.properties:
+            return str(msg.properties["POP_CK"])
+        header = PopMessageResponseHeader.from_ext_fields(response.ext_fields)
+        start = ei.parse_start_offset_info(header.start_offset_info)[ei.start_offset_info_key(msg.topic, msg.queue_id)]
+        return ei.build_extra_info(start, header.pop_time, header.invisible_time, header.revive_qid, msg.topic,
+                                   "broker-a", msg.queue_id, msg.queue_offset)
+
+    def ack(self, response: RemotingCommand, msg, topic: str | None = None) -> RemotingCommand:  # type: ignore[no-untyped-def]
+        extra = self.extra_info(response, msg)
+        real = ei.parse_extra_info(extra).real_topic(topic or msg.topic, GROUP)
+        header = AckMessageRequestHeader(GROUP, real, msg.queue_id, extra, msg.queue_offset)
+        return self.call(RequestCode.ACK_MESSAGE, header.to_ext_fields())
+
+    def revive(self, advance_ms: int) -> int:
+        self.reactor.advance(advance_ms / 1000.0)
+        return self.controller.pop_service.revive_due(self.controller.now_ms())
+
+
+class PopMessageTests(PopTestCase):
+    def test_pop_found(self) -> None:
+        """Messages popped with Java's response header; a ck record in the revive log; the offset moves past them."""
+        self.put(body=b"a")
+        self.put(body=b"b")
+        response = self.pop()
+        msgs = self.messages(response)
+        self.assertEqual([m.body for m in msgs], [b"a", b"b"])
+        header = PopMessageResponseHeader.from_ext_fields(response.ext_fields)
+        self.assertEqual((header.invisible_time, header.rest_num, header.start_offset_info, header.msg_offset_info),
+                         (INVISIBLE, 0, "0 0 0", "0 0 0,1"))
+        self.assertEqual(response.remark, "FOUND")
+        self.assertEqual(self.controller.consumer_offset_manager.query_offset(GROUP, TOPIC, 0), 2)
+        result = self.store.get_message(REVIVE_GROUP, REVIVE, header.revive_qid, 0, 32)
+        (record,) = decode_messages(b"".join(result.message_buffers))
+        self.assertEqual(record.properties["TAGS"], "ck")
+        ck = PopCheckPoint.from_json(record.body)
+        self.assertEqual((ck.start_offset, ck.num, ck.queue_offset_diff, ck.cid, ck.topic, ck.pop_time),
+                         (0, 2, [0, 1], GROUP, TOPIC, header.pop_time))
+        # Nothing left: POLLING_TIMEOUT without a poll time.
+        response = self.pop()
+        self.assertEqual((response.code, response.remark), (ResponseCode.POLLING_TIMEOUT, "NO_MESSAGE_IN_QUEUE"))
+
+    def test_refusals(self) -> None:
+        """Java's codes for too many messages, a missing topic, a bad queue, a missing group."""
+        self.assertEqual(self.pop(max_nums=33).code, ResponseCode.INVALID_PARAMETER)
+        self.assertEqual(self.pop(queue_id=1).code, ResponseCode.INVALID_PARAMETER)
+        ext = self.pop_ext()
+        ext["topic"] = "Nope"
+        self.assertEqual(self.call(RequestCode.POP_MESSAGE, ext).code, ResponseCode.TOPIC_NOT_EXIST)
+        self.assertEqual(self.pop(order=True).code, ResponseCode.SYSTEM_ERROR)
+
+    def test_tag_filter(self) -> None:
+        """Only matching tags are popped; the rest is skipped past."""
+        self.put("A", b"a")
+        self.put("B", b"b")
+        self.assertEqual([m.body for m in self.messages(self.pop(exp="B"))], [b"b"])
+        self.assertEqual(self.controller.consumer_offset_manager.query_offset(GROUP, TOPIC, 0), 2)
+
+
+class AckReviveTests(PopTestCase):
+    def test_ack_not_revived(self) -> None:
+        """An acked message does not come back after its invisible time."""
+        self.put()
+        response = self.pop()
+        (msg,) = self.messages(response)
+        self.assertEqual(self.ack(response, msg).code, ResponseCode.SUCCESS)
+        self.assertEqual(self.revive(INVISIBLE + 1), 0)
+        self.assertEqual(self.pop().code, ResponseCode.POLLING_TIMEOUT)
+        self.assertEqual(self.controller.pop_service.table, {})
+        # the revive group's offset moved past the ck and the ack
+        self.assertEqual(self.controller.consumer_offset_manager.query_offset(
+            REVIVE_GROUP, REVIVE, PopMessageResponseHeader.from_ext_fields(response.ext_fields).revive_qid), 2)
+
+    def test_not_acked_revived(self) -> None:
+        """Not acked: re-put to %RETRY%g_TopicTest at the invisible time, reconsume times +1, popped again."""
+        self.put(body=b"x")
+        first = self.pop()
+        self.messages(first)
+        self.assertEqual(self.revive(INVISIBLE - 1000), 0)
+        self.assertEqual(self.revive(1001), 1)
+        retry = "%RETRY%g_TopicTest"
+        self.assertEqual(self.store.get_max_offset_in_queue(retry, 0), 1)
+        again = self.pop()
+        (msg,) = self.messages(again)
+        self.assertEqual((msg.topic, msg.body, msg.reconsume_times), (TOPIC, b"x", 1))
+        self.assertEqual(msg.properties["1ST_POP_TIME"],
+                         str(PopMessageResponseHeader.from_ext_fields(first.ext_fields).pop_time))
+        extra = ei.parse_extra_info(msg.properties["POP_CK"])
+        self.assertEqual((extra.retry, extra.queue_offset), ("1", 0))
+        self.assertEqual(self.ack(again, msg, TOPIC).code, ResponseCode.SUCCESS)
+        self.assertEqual(self.revive(INVISIBLE + 1), 0)
+
+    def test_retry_again_counts(self) -> None:
+        """A retried message not acked comes back again with reconsume times 2 (same retry topic)."""
+        self.put()
+        self.pop()
+        self.revive(INVISIBLE + 1)
+        self.messages(self.pop())
+        self.assertEqual(self.revive(INVISIBLE + 1), 1)
+        (msg,) = self.messages(self.pop())
+        self.assertEqual(msg.reconsume_times, 2)
+
+    def test_batch_ack(self) -> None:
+        """BATCH_ACK_MESSAGE acks the offsets of its bitset only."""
+        for body in (b"a", b"b", b"c"):
+            self.put(body=body)
+        response = self.pop()
+        self.messages(response)
+        header = PopMessageResponseHeader.from_ext_fields(response.ext_fields)
+        back = BatchAck(GROUP, TOPIC, "0", 0, 0, header.revive_qid, header.pop_time, INVISIBLE, 0b101)
+        body = BatchAckMessageRequestBody("broker-a", [back]).encode()
+        self.assertEqual(self.call(RequestCode.BATCH_ACK_MESSAGE, body=body).code, ResponseCode.SUCCESS)
+        self.assertEqual(self.revive(INVISIBLE + 1), 1)
+        (msg,) = self.messages(self.pop())
+        self.assertEqual(msg.body, b"b")
+        self.assertEqual(self.call(RequestCode.BATCH_ACK_MESSAGE, body=b"{}").code, ResponseCode.NO_MESSAGE)
+        self.assertEqual(self.call(RequestCode.BATCH_ACK_MESSAGE, body=b"[").code, ResponseCode.SYSTEM_ERROR)
+
+    def test_ack_refusals(self) -> None:
+        """Bad queue, offset out of range, malformed extra info, a revive queue outside the topic's."""
+        self.put()
+        response = self.pop()
+        (msg,) = self.messages(response)
+        extra = self.extra_info(response, msg)
+        cases = [(AckMessageRequestHeader(GROUP, TOPIC, 5, extra, 0), ResponseCode.MESSAGE_ILLEGAL),
+                 (AckMessageRequestHeader(GROUP, TOPIC, 0, extra, 7), ResponseCode.NO_MESSAGE),
+                 (AckMessageRequestHeader(GROUP, TOPIC, 0, "1 2 3", 0), ResponseCode.SYSTEM_ERROR),
+                 (AckMessageRequestHeader(GROUP, TOPIC, 0, "0 1 2 5000 0 broker-a 0", 0), ResponseCode.SYSTEM_ERROR)]
+        for header, code in cases:
+            self.assertEqual(self.call(RequestCode.ACK_MESSAGE, header.to_ext_fields()).code, code)
+        self.assertEqual(self.store.get_max_offset_in_queue(REVIVE, 5000), 0)
+        self.assertEqual(self.revive(INVISIBLE + 1), 1)
+
+
+class ChangeInvisibleTimeTests(PopTestCase):
+    def test_change(self) -> None:
+        """The message comes back at the new time, not the old one; the answer names the new checkpoint."""
+        self.put()
+        response = self.pop()
+        (msg,) = self.messages(response)
+        self.reactor.advance(1)
+        header = ChangeInvisibleTimeRequestHeader(GROUP, TOPIC, 0, self.extra_info(response, msg), 0, 30_000)
+        changed = self.call(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields())
+        self.assertEqual(changed.code, ResponseCode.SUCCESS)
+        self.assertEqual(changed.ext_fields["popTime"], str(self.controller.now_ms()))
+        self.assertEqual(changed.ext_fields["invisibleTime"], "30000")
+        self.assertEqual(self.revive(INVISIBLE + 1), 0)
+        self.assertEqual(self.revive(30_000 - INVISIBLE), 1)
+
+    def test_change_then_ack(self) -> None:
+        """After a change, an ack with the new extra info (built from the answer) keeps it from coming back."""
+        self.put()
+        response = self.pop()
+        (msg,) = self.messages(response)
+        old = ei.parse_extra_info(self.extra_info(response, msg))
+        header = ChangeInvisibleTimeRequestHeader(GROUP, TOPIC, 0, old.encode(), 0, 30_000)
+        changed = self.call(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields())
+        new = ei.build_extra_info(0, int(changed.ext_fields["popTime"]), 30_000, old.revive_qid, TOPIC, "broker-a", 0)
+        ack = AckMessageRequestHeader(GROUP, TOPIC, 0, new, 0)
+        self.assertEqual(self.call(RequestCode.ACK_MESSAGE, ack.to_ext_fields()).code, ResponseCode.SUCCESS)
+        self.assertEqual(self.revive(40_000), 0)
+
+    def test_offset_past_end(self) -> None:
+        """An offset at or past the queue's end: NO_MESSAGE, as Java."""
+        header = ChangeInvisibleTimeRequestHeader(GROUP, TOPIC, 0, "0 1 2 0 0 broker-a 0", 0, 30_000)
+        self.assertEqual(self.call(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields()).code,
+                         ResponseCode.NO_MESSAGE)
+
+
+class LongPollingTests(PopTestCase):
+    def test_wakes_on_arrival(self) -> None:
+        """A POP with a poll time waits and is answered when a message arrives."""
+        d = self.dispatch(RequestCode.POP_MESSAGE, self.pop_ext(poll_time=15_000))
+        self.assertIsInstance(d, Deferred)
+        assert isinstance(d, Deferred)
+        got: list[RemotingCommand] = []
+        d.addCallback(got.append)
+        self.put(body=b"late")
+        self.reactor.advance(0)
+        self.assertEqual([m.body for m in self.messages(got[0])], [b"late"])
+
+    def test_times_out(self) -> None:
+        """Nothing arrives: POLLING_TIMEOUT at the poll time."""
+        d = self.dispatch(RequestCode.POP_MESSAGE, self.pop_ext(poll_time=5_000))
+        assert isinstance(d, Deferred)
+        got: list[RemotingCommand] = []
+        d.addCallback(got.append)
+        self.reactor.advance(4.9)
+        self.assertEqual(got, [])
+        self.reactor.advance(0.2)
+        self.assertEqual(got[0].code, ResponseCode.POLLING_TIMEOUT)
+
+    def test_dropped_with_connection(self) -> None:
+        """A closed connection forgets its waiting POPs."""
+        self.dispatch(RequestCode.POP_MESSAGE, self.pop_ext(poll_time=5_000))
+        self.assertEqual(self.controller.pop_long_polling.held(), 1)
+        self.controller.channel_closed(self.ctx)
+        self.assertEqual(self.controller.pop_long_polling.held(), 0)
+
+
+class RestartTests(PopTestCase):
+    def test_acks_and_checkpoints_survive(self) -> None:
+        """After a restart the revive log is read back: the acked message stays acked, the other comes back."""
+        self.put(body=b"a")
+        self.put(body=b"b")
+        response = self.pop()
+        msgs = self.messages(response)
+        self.assertEqual(self.ack(response, msgs[0]).code, ResponseCode.SUCCESS)
+        root = self.controller.store_config.store_path_root_dir
+        self.controller.shutdown()
+        self.controller = make_controller(self, self.reactor, root=root, popFromRetryProbability=0)
+        self.table = processor_table(self.controller)
+        pop = self.controller.pop_service
+        self.assertTrue(pop.recovering)
+        self.assertEqual(self.revive(INVISIBLE + 1), 0)  # not while recovering
+        while not pop.recover_slice():
+            pass
+        self.assertEqual(self.revive(0), 1)
+        (msg,) = self.messages(self.pop())
+        self.assertEqual((msg.body, msg.reconsume_times), (b"b", 1))
