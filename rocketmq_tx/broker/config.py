@@ -133,7 +133,6 @@ BROKER_CONFIG = (
     Setting("reviveQueueNum", 8, int, "queues of the revive topic rmq_sys_REVIVE_LOG_<cluster>"),
     Setting("enableRetryTopicV2", False, bool, "POP retry topics named %RETRY%<group>+<topic> (else _)"),
     Setting("popFromRetryProbability", 20, int, "percent of POPs that read the POP retry topic first"),
-    Setting("reviveInterval", 1000, int, "ms between revive scans of expired POP checkpoints"),
     # rocketmq-tx
     Setting("channelExpiredTimeout", 120000, int, "tx: ms of silence before a client is dropped"),
     Setting("fastListenPortEnable", True, bool, "tx: also listen on listenPort - 2 (Java's VIP channel)"),
@@ -214,7 +213,7 @@ class BrokerSettings(Settings):
         super().validate()
         for key in ("registerNameServerPeriod", "flushConsumerOffsetInterval", "defaultTopicQueueNums",
                     "channelExpiredTimeout", "topicQueueNumsMax", "maxHeldPullsPerConnection", "maxHeldPulls",
-                    "reviveQueueNum", "reviveInterval"):
+                    "reviveQueueNum"):
             if self[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self[key]}")
         if self["brokerId"] != 0:

@@ -2,7 +2,9 @@
 """
 ``PopLongPollingService``: POP requests that found nothing wait here until a message is
 stored in their topic (or its POP retry topic) or their poll time passes; then they are
-run again once, without waiting (a timed-out one is answered POLLING_TIMEOUT by the processor).
+run again: one woken by an arrival that still finds nothing (another consumer took it, a
+filter dropped it) waits again until the same deadline; a timed-out one is answered
+POLLING_TIMEOUT by the processor.
 
 Bounded as the pull holds are: per connection and in all (beyond, POLLING_FULL, as Java
 answers when its polling map is full); wakes go out a slice per reactor turn.
@@ -31,6 +33,10 @@ class PopRequest:
     timeout_ms: int
     deferred: Deferred = field(default_factory=Deferred)
     timer: IDelayedCall | None = None
+    #: when the wait ends (the clock's seconds), set by the first hold and kept by later ones
+    deadline: float | None = None
+    #: woken by its timer (answered then), not by an arrival (which may wait again)
+    timed_out: bool = False
 
 
 class PopLongPollingService:
@@ -62,11 +68,15 @@ class PopLongPollingService:
         return mine is None or len(mine) < self.max_per_connection
 
     def hold(self, pr: PopRequest) -> Deferred:
+        """Wait until an arrival in one of *pr*'s topics or its deadline (a second hold keeps the first deadline)."""
+        now = self.clock.seconds()
+        if pr.deadline is None:
+            pr.deadline = now + max(pr.timeout_ms, 0) / 1000.0
         for topic in pr.topics:
             self.by_topic.setdefault(topic, {})[pr] = None
         self._by_channel.setdefault(pr.channel, {})[pr] = None
         self._held += 1
-        pr.timer = self.clock.callLater(max(pr.timeout_ms, 0) / 1000.0, self._timed_out, pr)
+        pr.timer = self.clock.callLater(max(pr.deadline - now, 0), self._timed_out, pr)
         return pr.deferred
 
     def _remove(self, pr: PopRequest) -> bool:
@@ -92,10 +102,13 @@ class PopLongPollingService:
         except Exception as e:  # the dispatcher's errback turns this into SYSTEM_ERROR
             pr.deferred.errback(e)
             return
+        if response is pr.deferred:  # it waits again (held anew by the processor)
+            return
         pr.deferred.callback(response)
 
     def _timed_out(self, pr: PopRequest) -> None:
         if self._remove(pr):
+            pr.timed_out = True
             self._wake(pr)
 
     def notify_message_arriving(self, topic: str) -> None:

@@ -74,9 +74,9 @@ class PopMessageProcessor(HandlerProcessor):
         return self.pop(ctx, request, allow_suspend=True)
 
     def _wake(self, pr: PopRequest) -> Any:
-        return self.pop(pr.channel, pr.request, allow_suspend=False)
+        return self.pop(pr.channel, pr.request, allow_suspend=not pr.timed_out, held=pr)
 
-    def pop(self, ctx: Any, request: RemotingCommand, allow_suspend: bool) -> Any:
+    def pop(self, ctx: Any, request: RemotingCommand, allow_suspend: bool, held: PopRequest | None = None) -> Any:
         c = self.controller
         s = self.settings
         header = PopMessageRequestHeader.from_ext_fields(request.ext_fields)
@@ -142,6 +142,8 @@ class PopMessageProcessor(HandlerProcessor):
             c.stats.get(header.consumer_group, header.topic, len(got.buffers), sum(map(len, got.buffers)))
             return request.make_response(ResponseCode.SUCCESS, GetMessageStatus.FOUND.name,
                                          response_header.to_ext_fields(), b"".join(got.buffers))
+        if held is not None and allow_suspend:
+            return c.pop_long_polling.hold(held)  # woken, nothing for it: wait on till its deadline
         if allow_suspend and header.poll_time > 0:
             if not c.pop_long_polling.can_hold(ctx):
                 return request.make_response(ResponseCode.POLLING_FULL, GetMessageStatus.NO_MESSAGE_IN_QUEUE.name,

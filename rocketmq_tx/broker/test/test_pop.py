@@ -243,6 +243,24 @@ class LongPollingTests(PopTestCase):
         self.reactor.advance(0.2)
         self.assertEqual(got[0].code, ResponseCode.POLLING_TIMEOUT)
 
+    def test_woken_for_nothing_waits_on(self) -> None:
+        """Woken by a message another POP took: it waits on until its own deadline, then POLLING_TIMEOUT."""
+        d = self.dispatch(RequestCode.POP_MESSAGE, self.pop_ext(poll_time=5_000))
+        assert isinstance(d, Deferred)
+        got: list[RemotingCommand] = []
+        d.addCallback(got.append)
+        self.reactor.advance(1)
+        self.put()
+        self.assertEqual(len(self.messages(self.pop())), 1)  # taken before the waiting POP runs
+        self.reactor.advance(0)
+        self.assertEqual(got, [])
+        self.assertEqual(self.controller.pop_long_polling.held(), 1)
+        self.reactor.advance(3.9)
+        self.assertEqual(got, [])
+        self.reactor.advance(0.2)
+        self.assertEqual(got[0].code, ResponseCode.POLLING_TIMEOUT)
+        self.assertEqual(self.controller.pop_long_polling.held(), 0)
+
     def test_dropped_with_connection(self) -> None:
         """A closed connection forgets its waiting POPs."""
         self.dispatch(RequestCode.POP_MESSAGE, self.pop_ext(poll_time=5_000))
