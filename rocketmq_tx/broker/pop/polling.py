@@ -37,6 +37,8 @@ class PopRequest:
     deadline: float | None = None
     #: woken by its timer (answered then), not by an arrival (which may wait again)
     timed_out: bool = False
+    #: Java's polling key ``topic@group@queueId`` (POLLING_INFO counts by it)
+    key: str = ""
 
 
 class PopLongPollingService:
@@ -54,11 +56,16 @@ class PopLongPollingService:
         self.by_topic: dict[str, dict[PopRequest, None]] = {}
         self._by_channel: dict[Hashable, dict[PopRequest, None]] = {}
         self._held = 0
+        self._by_key: dict[str, int] = {}
         self._waking: deque[PopRequest] = deque()
         self._drain_call: IDelayedCall | None = None
 
     def held(self) -> int:
         return self._held
+
+    def polling_num(self, key: str) -> int:
+        """How many POPs wait under polling key *key* (POLLING_INFO)."""
+        return self._by_key.get(key, 0)
 
     def can_hold(self, channel: Hashable) -> bool:
         """Whether one more POP of *channel* may wait."""
@@ -76,6 +83,7 @@ class PopLongPollingService:
             self.by_topic.setdefault(topic, {})[pr] = None
         self._by_channel.setdefault(pr.channel, {})[pr] = None
         self._held += 1
+        self._by_key[pr.key] = self._by_key.get(pr.key, 0) + 1
         pr.timer = self.clock.callLater(max(pr.deadline - now, 0), self._timed_out, pr)
         return pr.deferred
 
@@ -92,6 +100,9 @@ class PopLongPollingService:
                 if not waiting:
                     del self.by_topic[topic]
         self._held -= 1
+        left = self._by_key.pop(pr.key) - 1
+        if left:
+            self._by_key[pr.key] = left
         if pr.timer is not None and pr.timer.active():
             pr.timer.cancel()
         return True

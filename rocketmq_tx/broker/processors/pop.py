@@ -30,6 +30,7 @@ from rocketmq_tx.remoting.api import SubscriptionData
 from rocketmq_tx.remoting.extrainfo import (
     build_extra_info,
     build_msg_offset_info,
+    build_polling_key,
     build_pop_retry_topic,
     build_start_offset_info,
 )
@@ -148,7 +149,8 @@ class PopMessageProcessor(HandlerProcessor):
             if not c.pop_long_polling.can_hold(ctx):
                 return request.make_response(ResponseCode.POLLING_FULL, GetMessageStatus.NO_MESSAGE_IN_QUEUE.name,
                                              response_header.to_ext_fields())
-            pr = PopRequest(request, ctx, (header.topic, retry_topic), min(header.poll_time, MAX_POLL_TIME_MS))
+            pr = PopRequest(request, ctx, (header.topic, retry_topic), min(header.poll_time, MAX_POLL_TIME_MS),
+                            key=build_polling_key(header.topic, header.consumer_group, header.queue_id))
             return c.pop_long_polling.hold(pr)
         return request.make_response(ResponseCode.POLLING_TIMEOUT, GetMessageStatus.NO_MESSAGE_IN_QUEUE.name,
                                      response_header.to_ext_fields())

@@ -15,6 +15,8 @@ from rocketmq_tx.remoting import extrainfo as ei
 from rocketmq_tx.remoting.headers.pop import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
+    PeekMessageRequestHeader,
+    PollingInfoRequestHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
@@ -289,3 +291,33 @@ class RestartTests(PopTestCase):
         self.assertEqual(self.revive(0), 1)
         (msg,) = self.messages(self.pop())
         self.assertEqual((msg.body, msg.reconsume_times), (b"b", 1))
+
+
+class PeekAndPollingInfoTests(PopTestCase):
+    def test_peek_does_not_pop(self) -> None:
+        """PEEK_MESSAGE returns what a POP would get, without a checkpoint or an offset moved."""
+        self.put(body=b"a")
+        peek = PeekMessageRequestHeader(GROUP, TOPIC, -1, 32).to_ext_fields()
+        for _ in range(2):
+            response = self.call(RequestCode.PEEK_MESSAGE, peek)
+            self.assertEqual([m.body for m in self.messages(response)], [b"a"])
+            self.assertEqual(response.ext_fields["restNum"], "1")
+        self.assertEqual(self.controller.pop_service.table, {})
+        self.assertEqual(self.controller.consumer_offset_manager.query_offset(GROUP, TOPIC, 0), -1)
+        self.messages(self.pop())
+        response = self.call(RequestCode.PEEK_MESSAGE, peek)
+        self.assertEqual((response.code, response.remark), (ResponseCode.PULL_NOT_FOUND, "NO_MESSAGE_IN_QUEUE"))
+        bad = PeekMessageRequestHeader(GROUP, TOPIC, 3, 32).to_ext_fields()
+        self.assertEqual(self.call(RequestCode.PEEK_MESSAGE, bad).code, ResponseCode.INVALID_PARAMETER)
+
+    def test_polling_info(self) -> None:
+        """POLLING_INFO counts the waiting POPs under Java's key topic@group@queueId."""
+        info = PollingInfoRequestHeader(GROUP, TOPIC, -1).to_ext_fields()
+        self.assertEqual(self.call(RequestCode.POLLING_INFO, info).ext_fields["pollingNum"], "0")
+        self.dispatch(RequestCode.POP_MESSAGE, self.pop_ext(poll_time=5_000))
+        self.dispatch(RequestCode.POP_MESSAGE, self.pop_ext(poll_time=5_000))
+        self.assertEqual(self.call(RequestCode.POLLING_INFO, info).ext_fields["pollingNum"], "2")
+        other = PollingInfoRequestHeader(GROUP, TOPIC, 0).to_ext_fields()
+        self.assertEqual(self.call(RequestCode.POLLING_INFO, other).ext_fields["pollingNum"], "0")
+        self.reactor.advance(6)
+        self.assertEqual(self.call(RequestCode.POLLING_INFO, info).ext_fields["pollingNum"], "0")
