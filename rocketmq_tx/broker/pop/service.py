@@ -137,8 +137,9 @@ class PopService:
             tag = msg.properties.get(MessageConst.PROPERTY_TAGS)
             if tag == CK_TAG:
                 ck = PopCheckPoint.from_json(msg.body)
-                if ck.cid is not None and ck.topic is not None:
+                if ck.cid is not None and ck.topic is not None and ck.num > 0:
                     self._track(ck, qid, queue_offset)
+                    self._restore_offset(ck)
             elif tag == ACK_TAG:
                 ack = AckMsg.from_json(msg.body)
                 self._apply_ack(ack, [ack.ack_offset])
@@ -147,6 +148,18 @@ class PopService:
                 self._apply_ack(back, back.ack_offset_list)
         except ValueError as e:  # Java logs a record it cannot parse and goes on
             log.warning("revive queue %d offset %d: unreadable record skipped: %s", qid, queue_offset, e)
+
+    def _restore_offset(self, ck: PopCheckPoint) -> None:
+        """
+        The POP that wrote *ck* had moved the group's offset past its messages; after a kill -9
+        ``consumerOffset.json`` may predate that, so the offset is moved up again here (ours:
+        Java pops such messages a second time from the topic, besides reviving them).
+        """
+        assert ck.cid is not None and ck.topic is not None
+        past = ck.ack_offset_by_index(ck.num - 1) + 1
+        offsets = self.controller.consumer_offset_manager
+        if past > offsets.query_offset(ck.cid, ck.topic, ck.queue_id):
+            offsets.commit_offset(ck.cid, ck.topic, ck.queue_id, past)
 
     # ------------------------------------------------------------------ records
 

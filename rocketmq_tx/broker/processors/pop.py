@@ -123,6 +123,12 @@ class PopMessageProcessor(HandlerProcessor):
             except Exception:
                 return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                                              "parse the consumer's subscription failed")
+        if c.pop_service.recovering:
+            # The revive log is still being read back after a start: the group's offsets may
+            # not yet be past what was popped before, so nothing is popped until it is done.
+            got_nothing = PopMessageResponseHeader(c.now_ms(), header.invisible_time, 0, 0)
+            return request.make_response(ResponseCode.POLLING_TIMEOUT, GetMessageStatus.NO_MESSAGE_IN_QUEUE.name,
+                                         got_nothing.to_ext_fields())
         pop_time = c.now_ms()
         revive_qid = c.pop_service.next_revive_qid()
         random_q = self.random.randrange(100)

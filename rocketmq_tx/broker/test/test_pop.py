@@ -292,6 +292,25 @@ class RestartTests(PopTestCase):
         (msg,) = self.messages(self.pop())
         self.assertEqual((msg.body, msg.reconsume_times), (b"b", 1))
 
+    def test_offset_restored_after_kill(self) -> None:
+        """consumerOffset.json older than the POP (a kill -9): the offset is moved past the popped messages again."""
+        self.put(body=b"a")
+        self.put(body=b"b")
+        self.messages(self.pop())
+        root = self.controller.store_config.store_path_root_dir
+        self.controller.shutdown()
+        self.controller = make_controller(self, self.reactor, root=root, popFromRetryProbability=0)
+        self.table = processor_table(self.controller)
+        offsets = self.controller.consumer_offset_manager
+        offsets.commit_offset(GROUP, TOPIC, 0, 0)  # as the file was before the POP
+        response = self.pop()  # while the revive log is read back: nothing popped
+        self.assertEqual(response.code, ResponseCode.POLLING_TIMEOUT)
+        while not self.controller.pop_service.recover_slice():
+            pass
+        self.assertEqual(offsets.query_offset(GROUP, TOPIC, 0), 2)
+        self.assertEqual(self.pop().code, ResponseCode.POLLING_TIMEOUT)
+        self.assertEqual(self.revive(INVISIBLE + 1), 2)
+
 
 class PeekAndPollingInfoTests(PopTestCase):
     def test_peek_does_not_pop(self) -> None:
