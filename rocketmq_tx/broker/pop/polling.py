@@ -39,6 +39,8 @@ class PopRequest:
     timed_out: bool = False
     #: Java's polling key ``topic@group@queueId`` (POLLING_INFO counts by it)
     key: str = ""
+    #: runs it again when woken (NOTIFICATION's processor); ``None``: the service's *execute* (POP)
+    rerun: Callable[[PopRequest], Any] | None = None
 
 
 class PopLongPollingService:
@@ -109,7 +111,7 @@ class PopLongPollingService:
 
     def _wake(self, pr: PopRequest) -> None:
         try:
-            response = self.execute(pr)
+            response = (pr.rerun or self.execute)(pr)
         except Exception as e:  # the dispatcher's errback turns this into SYSTEM_ERROR
             pr.deferred.errback(e)
             return

@@ -8,7 +8,7 @@ requests are split by concern (:mod:`.admin` and its ``admin_*`` siblings); the 
 maintenance processor is also the default and answers REQUEST_CODE_NOT_SUPPORTED for
 every other code (see docs/compatibility.md). Transactions: :mod:`.endtransaction` (END_TRANSACTION,
 RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. POP consumption (5.x):
-:mod:`.pop`, :mod:`.ack`, :mod:`.changeinvisible`, :mod:`.peek`, :mod:`.pollinginfo` over
+:mod:`.pop`, :mod:`.ack`, :mod:`.changeinvisible`, :mod:`.peek`, :mod:`.pollinginfo`, :mod:`.notification` over
 :mod:`rocketmq_tx.broker.pop`. With ``aclEnable``
 every request is checked first (:class:`~rocketmq_tx.broker.processors.acl.AclServerHook`,
 docs/security.md).
@@ -29,6 +29,7 @@ from rocketmq_tx.broker.processors.changeinvisible import ChangeInvisibleTimePro
 from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
 from rocketmq_tx.broker.processors.endtransaction import EndTransactionProcessor
+from rocketmq_tx.broker.processors.notification import NotificationProcessor
 from rocketmq_tx.broker.processors.peek import PeekMessageProcessor
 from rocketmq_tx.broker.processors.pollinginfo import PollingInfoProcessor
 from rocketmq_tx.broker.processors.pop import PopMessageProcessor
@@ -44,8 +45,8 @@ __all__ = ["processor_table"]
 def processor_table(controller: BrokerController, fast: bool = False) -> ProcessorTable:
     """
     The processors of a broker port. *fast* is the VIP port (listenPort - 2), which serves
-    everything but the pulls (PULL_MESSAGE, LITE_PULL_MESSAGE), POP_MESSAGE, PEEK_MESSAGE and
-    POLLING_INFO, as in Java.
+    everything but the pulls (PULL_MESSAGE, LITE_PULL_MESSAGE), POP_MESSAGE, PEEK_MESSAGE,
+    POLLING_INFO and NOTIFICATION, as in Java.
     """
     table = ProcessorTable()
     if controller.acl is not None:
@@ -74,6 +75,7 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         processors.append(PopMessageProcessor(controller))
         processors.append(PeekMessageProcessor(controller))
         processors.append(PollingInfoProcessor(controller))
+        processors.append(NotificationProcessor(controller))
     for processor in processors:
         table.register_handlers(processor)
     return table

@@ -136,13 +136,13 @@ class PopMessageProcessor(HandlerProcessor):
         retry_topic = build_pop_retry_topic(header.topic, header.consumer_group, s["enableRetryTopicV2"])
         got = _Pop()
         if need_retry:
-            self._pop_topic(retry_topic, True, header, got, revive_qid, pop_time, None, random_q)
+            self._pop_topic(retry_topic, True, header, got, revive_qid, pop_time, message_filter, random_q)
         if header.queue_id < 0:
             self._pop_topic(header.topic, False, header, got, revive_qid, pop_time, message_filter, random_q)
         else:
             self._pop_queue(header.topic, False, header, got, header.queue_id, revive_qid, pop_time, message_filter)
         if not need_retry and len(got.buffers) < header.max_msg_nums:
-            self._pop_topic(retry_topic, True, header, got, revive_qid, pop_time, None, random_q)
+            self._pop_topic(retry_topic, True, header, got, revive_qid, pop_time, message_filter, random_q)
         response_header = PopMessageResponseHeader(pop_time, header.invisible_time, revive_qid, got.rest,
                                                    got.start_offset_info, got.msg_offset_info)
         if got.buffers:

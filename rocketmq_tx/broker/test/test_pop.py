@@ -15,6 +15,7 @@ from rocketmq_tx.remoting import extrainfo as ei
 from rocketmq_tx.remoting.headers.pop import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
+    NotificationRequestHeader,
     PeekMessageRequestHeader,
     PollingInfoRequestHeader,
     PopMessageRequestHeader,
@@ -340,3 +341,38 @@ class PeekAndPollingInfoTests(PopTestCase):
         self.assertEqual(self.call(RequestCode.POLLING_INFO, other).ext_fields["pollingNum"], "0")
         self.reactor.advance(6)
         self.assertEqual(self.call(RequestCode.POLLING_INFO, info).ext_fields["pollingNum"], "0")
+
+
+class NotificationTests(PopTestCase):
+    def notify_ext(self, poll_time: int = 0) -> dict:
+        return NotificationRequestHeader(GROUP, TOPIC, -1, poll_time, self.controller.now_ms()).to_ext_fields()
+
+    def test_has_msg(self) -> None:
+        """hasMsg says whether a POP would find something; nothing is popped."""
+        response = self.call(RequestCode.NOTIFICATION, self.notify_ext())
+        self.assertEqual((response.code, response.ext_fields), (ResponseCode.SUCCESS,
+                                                                 {"hasMsg": "false", "pollingFull": "false"}))
+        self.put()
+        for _ in range(2):
+            self.assertEqual(self.call(RequestCode.NOTIFICATION, self.notify_ext()).ext_fields["hasMsg"], "true")
+        self.messages(self.pop())
+        self.assertEqual(self.call(RequestCode.NOTIFICATION, self.notify_ext()).ext_fields["hasMsg"], "false")
+
+    def test_waits_for_a_message(self) -> None:
+        """With a poll time it waits: answered hasMsg=true on an arrival, hasMsg=false at its deadline."""
+        d = self.dispatch(RequestCode.NOTIFICATION, self.notify_ext(5_000))
+        assert isinstance(d, Deferred)
+        got: list[RemotingCommand] = []
+        d.addCallback(got.append)
+        self.reactor.advance(1)
+        self.assertEqual(got, [])
+        self.put()
+        self.reactor.advance(0)
+        self.assertEqual(got[0].ext_fields["hasMsg"], "true")
+        self.messages(self.pop())
+        d = self.dispatch(RequestCode.NOTIFICATION, self.notify_ext(2_000))
+        assert isinstance(d, Deferred)
+        d.addCallback(got.append)
+        self.reactor.advance(2.1)
+        self.assertEqual(got[1].ext_fields, {"hasMsg": "false", "pollingFull": "false"})
+        self.assertEqual(self.controller.pop_long_polling.held(), 0)
