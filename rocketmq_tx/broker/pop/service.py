@@ -16,7 +16,8 @@ reconsume count + 1 and ``1ST_POP_TIME``, as Java's ``reviveRetry``. Java's brok
 sends POP messages to the DLQ: the 5.x clients and the proxy do (``sendMessageBack``).
 
 All work runs on the reactor in bounded slices: :meth:`revive_due` handles at most
-*revive_batch* checkpoints a call and recovery reads *recover_batch* records a call.
+*revive_batch* checkpoints (and about as many messages) a call and recovery reads
+*recover_batch* records a call.
 """
 
 from __future__ import annotations
@@ -256,7 +257,9 @@ class PopService:
             return 0  # acks not yet read back would otherwise revive acked messages
         revived = 0
         handled = 0
-        while self._due and handled < self.revive_batch:
+        # Bounded by checkpoints and by messages re-put (a checkpoint holds up to 32): one tick
+        # stays within a few ms however much is due; the rest goes next tick.
+        while self._due and handled < self.revive_batch and revived < self.revive_batch:
             due, _, key = self._due[0]
             pending = self.table.get(key)
             if pending is None:

@@ -198,6 +198,8 @@ class PopMessageProcessor(HandlerProcessor):
         if want <= 0:
             got.rest += max(c.store.get_max_offset_in_queue(topic, queue_id) - offset, 0)
             return
+        if offset == c.store.get_max_offset_in_queue(topic, queue_id):
+            return  # nothing new: the common case of a POP over many queues, at the cost of one lookup
         result = c.store.get_message(group, topic, queue_id, offset, want, message_filter)
         if result.status in _RESTART_STATUSES:
             # The stored offset is not in the queue: start again where the store says (Java commits it).

@@ -156,6 +156,16 @@ class AckReviveTests(PopTestCase):
         (msg,) = self.messages(self.pop())
         self.assertEqual(msg.reconsume_times, 2)
 
+    def test_revive_in_slices(self) -> None:
+        """A tick re-puts at most about revive_batch messages; the rest follow in the next ticks."""
+        self.controller.pop_service.revive_batch = 2
+        for i in range(3):
+            self.put(body=b"%d" % i)
+            self.assertEqual(len(self.messages(self.pop(max_nums=1))), 1)  # three checkpoints
+        self.assertEqual(self.revive(INVISIBLE + 1), 2)
+        self.assertEqual(self.revive(0), 1)
+        self.assertEqual(self.revive(0), 0)
+
     def test_batch_ack(self) -> None:
         """BATCH_ACK_MESSAGE acks the offsets of its bitset only."""
         for body in (b"a", b"b", b"c"):
