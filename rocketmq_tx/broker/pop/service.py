@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rocketmq_tx.broker.pop.orderinfo import ConsumerOrderInfoManager
 from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.messagecodec import decode_message, java_string_hash
 from rocketmq_tx.common.route import PermName
@@ -85,6 +86,8 @@ class PopService:
         self.revive_batch = revive_batch
         self.recover_batch = recover_batch
         self.table: dict[CheckpointKey, _Pending] = {}
+        #: FIFO POP's blocked queues (no checkpoints: see :mod:`.orderinfo`)
+        self.order_info = ConsumerOrderInfoManager()
         self._due: list[tuple[int, int, CheckpointKey]] = []
         self._by_queue: dict[int, list[tuple[int, int, CheckpointKey]]] = {}
         self._seq = itertools.count()

@@ -3,8 +3,8 @@
 ``ChangeInvisibleTimeProcessor``: CHANGE_MESSAGE_INVISIBLETIME (200053). As Java: a new
 one-message checkpoint (popped now, invisible for the new time, same revive queue) is written,
 then the message is acked against its old checkpoint; the answer carries the new pop time,
-from which the client builds the message's new extra info. FIFO POP's form (revive queue 999)
-is not served yet (SYSTEM_ERROR).
+from which the client builds the message's new extra info. For a FIFO POP (revive queue 999)
+only the message's next visible time moves (the answer keeps the POP's time).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class ChangeInvisibleTimeProcessor(HandlerProcessor):
         except ValueError as e:
             return request.make_response(ResponseCode.SYSTEM_ERROR, str(e))
         if info.revive_qid == POP_ORDER_REVIVE_QUEUE:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "FIFO POP (order=true) is not supported yet")
+            return self._change_orderly(request, header, info.pop_time, info.revive_qid)
         if not 0 <= info.revive_qid < c.pop_service.revive_queue_num:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal revive queue {info.revive_qid}")
         now = c.now_ms()
@@ -65,4 +65,19 @@ class ChangeInvisibleTimeProcessor(HandlerProcessor):
         response = request.make_response(ResponseCode.SUCCESS)
         response.ext_fields.update(
             ChangeInvisibleTimeResponseHeader(now, header.invisible_time, info.revive_qid).to_ext_fields())
+        return response
+
+    def _change_orderly(self, request: RemotingCommand, header: ChangeInvisibleTimeRequestHeader, pop_time: int,
+                        revive_qid: int) -> RemotingCommand:
+        """Java ``processChangeInvisibleTimeForOrder``: the message's visibility moves; the POP's time stays."""
+        c = self.controller
+        response = request.make_response(ResponseCode.SUCCESS)
+        old = c.consumer_offset_manager.query_offset(header.consumer_group, header.topic, header.queue_id)
+        if header.offset < old:
+            return response  # acked already: Java answers SUCCESS without a header
+        next_visible = c.now_ms() + header.invisible_time
+        c.pop_service.order_info.update_next_visible_time(header.topic, header.consumer_group, header.queue_id,
+                                                          header.offset, pop_time, next_visible)
+        response.ext_fields.update(
+            ChangeInvisibleTimeResponseHeader(pop_time, next_visible - pop_time, revive_qid).to_ext_fields())
         return response

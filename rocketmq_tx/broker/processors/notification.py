@@ -4,8 +4,8 @@
 message in the topic (or its POP retry topic), without popping. As Java: the retry topic first
 one time in five; nothing there and a ``pollTime``: the request waits like a POP (woken by an
 arrival, or answered at its deadline); the answer is always SUCCESS with ``hasMsg``, and
-``pollingFull`` when the waiting requests are at their bound. FIFO's blocked queues are not
-considered (FIFO POP is not served).
+``pollingFull`` when the waiting requests are at their bound. With ``order=true`` a FIFO-blocked
+queue has nothing.
 """
 
 from __future__ import annotations
@@ -48,10 +48,13 @@ class NotificationProcessor(HandlerProcessor):
         retry_topic = build_pop_retry_topic(header.topic, header.consumer_group, c.settings["enableRetryTopicV2"])
         has_msg = need_retry and self._topic_has_msg(retry_topic, header.consumer_group, random_q)
         if not has_msg:
+            order = bool(header.order)
             if header.queue_id < 0:
-                has_msg = self._topic_has_msg(header.topic, header.consumer_group, random_q)
+                has_msg = self._topic_has_msg(header.topic, header.consumer_group, random_q, order,
+                                              header.attempt_id)
             else:
-                has_msg = self._queue_has_msg(header.topic, header.consumer_group, header.queue_id)
+                has_msg = self._queue_has_msg(header.topic, header.consumer_group, header.queue_id, order,
+                                              header.attempt_id)
             if not need_retry and not has_msg:
                 has_msg = self._topic_has_msg(retry_topic, header.consumer_group, random_q)
         polling_full = False
@@ -70,14 +73,19 @@ class NotificationProcessor(HandlerProcessor):
         response.ext_fields.update(NotificationResponseHeader(has_msg, polling_full).to_ext_fields())
         return response
 
-    def _topic_has_msg(self, topic: str, group: str, random_q: int) -> bool:
+    def _topic_has_msg(self, topic: str, group: str, random_q: int, order: bool = False,
+                       attempt_id: str | None = None) -> bool:
         tc = self.controller.topic_config_manager.select_topic_config(topic)
         if tc is None:
             return False
-        return any(self._queue_has_msg(topic, group, (random_q + i) % tc.read_queue_nums)
+        return any(self._queue_has_msg(topic, group, (random_q + i) % tc.read_queue_nums, order, attempt_id)
                    for i in range(tc.read_queue_nums))
 
-    def _queue_has_msg(self, topic: str, group: str, queue_id: int) -> bool:
+    def _queue_has_msg(self, topic: str, group: str, queue_id: int, order: bool = False,
+                       attempt_id: str | None = None) -> bool:
+        c = self.controller
+        if order and c.pop_service.order_info.check_block(attempt_id, topic, group, queue_id, 0, c.now_ms()):
+            return False
         store = self.controller.store
         offset = self.controller.consumer_offset_manager.query_offset(group, topic, queue_id)
         if offset < 0:

@@ -5,10 +5,13 @@ picks the queues, hands the messages out invisible for ``invisibleTime`` and wri
 checkpoint per queue read (:class:`~rocketmq_tx.broker.pop.PopService`); the group's offset
 moves past them at once, and what is not acked in time comes back through the POP retry topic.
 
-Java's checks and answers, in its order. ``order=true`` (FIFO POP) is not served yet: it is
-refused with SYSTEM_ERROR (docs/compatibility.md). A POP that finds nothing waits up to
-``pollTime`` for a message (:class:`~rocketmq_tx.broker.pop.PopLongPollingService`), then is
-answered POLLING_TIMEOUT; the waiting POPs are bounded and beyond that answered POLLING_FULL.
+Java's checks and answers, in its order. ``order=true`` (FIFO POP): no checkpoint and no
+retry topic; a queue whose handed-out messages are not acked and not yet visible again is
+skipped (:class:`~rocketmq_tx.broker.pop.orderinfo.ConsumerOrderInfoManager`), and the answer
+carries ``orderCountInfo`` (how often each message was handed out) and revive queue 999.
+A POP that finds nothing waits up to ``pollTime`` for a message
+(:class:`~rocketmq_tx.broker.pop.PopLongPollingService`), then is answered POLLING_TIMEOUT; the
+waiting POPs are bounded and beyond that answered POLLING_FULL.
 """
 
 from __future__ import annotations
@@ -28,10 +31,13 @@ from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.api import SubscriptionData
 from rocketmq_tx.remoting.extrainfo import (
+    POP_ORDER_REVIVE_QUEUE,
     build_extra_info,
     build_msg_offset_info,
     build_polling_key,
     build_pop_retry_topic,
+    build_queue_id_order_count_info,
+    build_queue_offset_order_count_info,
     build_start_offset_info,
 )
 from rocketmq_tx.remoting.headers.pop import PopMessageRequestHeader, PopMessageResponseHeader
@@ -54,13 +60,14 @@ _SKIP_STATUSES = (GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.OFFSET_F
 class _Pop:
     """What one POP collected so far (Java's GetMessageResult and the three info builders)."""
 
-    __slots__ = ("buffers", "rest", "start_offset_info", "msg_offset_info")
+    __slots__ = ("buffers", "rest", "start_offset_info", "msg_offset_info", "order_count_info")
 
     def __init__(self) -> None:
         self.buffers: list[bytes] = []
         self.rest = 0
         self.start_offset_info = ""
         self.msg_offset_info = ""
+        self.order_count_info = ""
 
 
 class PopMessageProcessor(HandlerProcessor):
@@ -107,8 +114,6 @@ class PopMessageProcessor(HandlerProcessor):
         if not sgc.consume_enable:
             return request.make_response(ResponseCode.NO_PERMISSION,
                                          f"subscription group no permission, {header.consumer_group}")
-        if header.is_order:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, "FIFO POP (order=true) is not supported yet")
         message_filter: SubscriptionFilter | SqlFilter | None = None
         if header.exp:
             try:
@@ -130,9 +135,11 @@ class PopMessageProcessor(HandlerProcessor):
             return request.make_response(ResponseCode.POLLING_TIMEOUT, GetMessageStatus.NO_MESSAGE_IN_QUEUE.name,
                                          got_nothing.to_ext_fields())
         pop_time = c.now_ms()
-        revive_qid = c.pop_service.next_revive_qid()
+        order = header.is_order
+        revive_qid = POP_ORDER_REVIVE_QUEUE if order else c.pop_service.next_revive_qid()
         random_q = self.random.randrange(100)
-        need_retry = random_q < s["popFromRetryProbability"]
+        # FIFO POP never reads the retry topic: its messages come again from the queue itself.
+        need_retry = random_q < s["popFromRetryProbability"] and not order
         retry_topic = build_pop_retry_topic(header.topic, header.consumer_group, s["enableRetryTopicV2"])
         got = _Pop()
         if need_retry:
@@ -141,10 +148,11 @@ class PopMessageProcessor(HandlerProcessor):
             self._pop_topic(header.topic, False, header, got, revive_qid, pop_time, message_filter, random_q)
         else:
             self._pop_queue(header.topic, False, header, got, header.queue_id, revive_qid, pop_time, message_filter)
-        if not need_retry and len(got.buffers) < header.max_msg_nums:
+        if not need_retry and not order and len(got.buffers) < header.max_msg_nums:
             self._pop_topic(retry_topic, True, header, got, revive_qid, pop_time, message_filter, random_q)
         response_header = PopMessageResponseHeader(pop_time, header.invisible_time, revive_qid, got.rest,
-                                                   got.start_offset_info, got.msg_offset_info)
+                                                   got.start_offset_info, got.msg_offset_info,
+                                                   got.order_count_info if order else None)
         if got.buffers:
             c.stats.get(header.consumer_group, header.topic, len(got.buffers), sum(map(len, got.buffers)))
             return request.make_response(ResponseCode.SUCCESS, GetMessageStatus.FOUND.name,
@@ -193,6 +201,10 @@ class PopMessageProcessor(HandlerProcessor):
                    revive_qid: int, pop_time: int, message_filter: Any) -> None:
         c = self.controller
         group = header.consumer_group
+        order = header.is_order
+        if order and c.pop_service.order_info.check_block(header.attempt_id, topic, group, queue_id,
+                                                          header.invisible_time, c.now_ms()):
+            return  # FIFO: messages of this queue are out and not yet visible again
         offset = self._pop_offset(topic, group, queue_id, header.init_mode)
         want = header.max_msg_nums - len(got.buffers)
         if want <= 0:
@@ -206,7 +218,19 @@ class PopMessageProcessor(HandlerProcessor):
             c.consumer_offset_manager.commit_offset(group, topic, queue_id, result.next_begin_offset)
             offset = result.next_begin_offset
             result = c.store.get_message(group, topic, queue_id, offset, want, message_filter)
-        if result.message_buffers:
+        if result.message_buffers and order:
+            counts, minimum = c.pop_service.order_info.update(header.attempt_id, topic, group, queue_id, pop_time,
+                                                              header.invisible_time, result.message_queue_offsets)
+            for queue_offset, count in counts.items():
+                got.order_count_info = build_queue_offset_order_count_info(got.order_count_info, topic, queue_id,
+                                                                           queue_offset, count)
+            got.order_count_info = build_queue_id_order_count_info(got.order_count_info, topic, queue_id, minimum)
+            # The group's offset stays at the first message handed out until it is acked.
+            c.consumer_offset_manager.commit_offset(group, topic, queue_id, offset)
+            got.start_offset_info = build_start_offset_info(got.start_offset_info, topic, queue_id, offset)
+            got.msg_offset_info = build_msg_offset_info(got.msg_offset_info, topic, queue_id,
+                                                        result.message_queue_offsets)
+        elif result.message_buffers:
             ck = PopCheckPoint(start_offset=offset, pop_time=pop_time, invisible_time=header.invisible_time,
                                num=len(result.message_buffers), queue_id=queue_id, topic=topic, cid=group,
                                broker_name=self.settings["brokerName"])

@@ -103,7 +103,6 @@ class PopMessageTests(PopTestCase):
         ext = self.pop_ext()
         ext["topic"] = "Nope"
         self.assertEqual(self.call(RequestCode.POP_MESSAGE, ext).code, ResponseCode.TOPIC_NOT_EXIST)
-        self.assertEqual(self.pop(order=True).code, ResponseCode.SYSTEM_ERROR)
 
     def test_tag_filter(self) -> None:
         """Only matching tags are popped; the rest is skipped past."""
@@ -196,6 +195,109 @@ class AckReviveTests(PopTestCase):
             self.assertEqual(self.call(RequestCode.ACK_MESSAGE, header.to_ext_fields()).code, code)
         self.assertEqual(self.store.get_max_offset_in_queue(REVIVE, 5000), 0)
         self.assertEqual(self.revive(INVISIBLE + 1), 1)
+
+
+class FifoPopTests(PopTestCase):
+    def fifo(self, max_nums: int = 32, attempt: str | None = None) -> RemotingCommand:
+        ext = self.pop_ext(max_nums=max_nums, order=True)
+        if attempt is not None:
+            ext["attemptId"] = attempt
+        return self.call(RequestCode.POP_MESSAGE, ext)
+
+    def ack_fifo(self, response: RemotingCommand, msg) -> RemotingCommand:  # type: ignore[no-untyped-def]
+        return self.call(RequestCode.ACK_MESSAGE, AckMessageRequestHeader(
+            GROUP, TOPIC, msg.queue_id, self.extra_info(response, msg), msg.queue_offset).to_ext_fields())
+
+    def test_blocks_until_acked(self) -> None:
+        """A FIFO POP blocks its queue until its messages are acked; the offset moves with the acks."""
+        for body in (b"a", b"b", b"c"):
+            self.put(body=body)
+        first = self.fifo(max_nums=2)
+        msgs = self.messages(first)
+        self.assertEqual([m.body for m in msgs], [b"a", b"b"])
+        header = PopMessageResponseHeader.from_ext_fields(first.ext_fields)
+        self.assertEqual((header.revive_qid, header.order_count_info, header.start_offset_info),
+                         (999, "0 0 0", "0 0 0"))
+        self.assertEqual(self.controller.pop_service.table, {})  # no checkpoint
+        offsets = self.controller.consumer_offset_manager
+        self.assertEqual(offsets.query_offset(GROUP, TOPIC, 0), 0)
+        self.assertEqual(self.fifo().code, ResponseCode.POLLING_TIMEOUT)  # blocked
+        self.assertEqual(self.ack_fifo(first, msgs[0]).code, ResponseCode.SUCCESS)
+        self.assertEqual(offsets.query_offset(GROUP, TOPIC, 0), 1)
+        self.assertEqual(self.fifo().code, ResponseCode.POLLING_TIMEOUT)  # b still out
+        self.assertEqual(self.ack_fifo(first, msgs[1]).code, ResponseCode.SUCCESS)
+        self.assertEqual(offsets.query_offset(GROUP, TOPIC, 0), 2)
+        self.assertEqual([m.body for m in self.messages(self.fifo())], [b"c"])
+
+    def test_redelivered_in_order_with_counts(self) -> None:
+        """Not acked in time: the same messages again, in order, counted in orderCountInfo."""
+        for body in (b"a", b"b"):
+            self.put(body=body)
+        self.messages(self.fifo())
+        self.reactor.advance(INVISIBLE / 1000 - 1)
+        self.assertEqual(self.fifo().code, ResponseCode.POLLING_TIMEOUT)
+        self.assertEqual(self.fifo(attempt=None).code, ResponseCode.POLLING_TIMEOUT)
+        self.reactor.advance(1.001)
+        again = self.fifo()
+        self.assertEqual([m.body for m in self.messages(again)], [b"a", b"b"])
+        info = PopMessageResponseHeader.from_ext_fields(again.ext_fields).order_count_info
+        self.assertEqual(ei.parse_order_count_info(info), {"0@qo0%0": 1, "0@qo0%1": 1, "0@0": 1})
+
+    def test_same_attempt_not_blocked(self) -> None:
+        """A request retried with the same attemptId gets the messages again."""
+        self.put()
+        self.messages(self.fifo(attempt="A1"))
+        self.assertEqual(len(self.messages(self.fifo(attempt="A1"))), 1)
+        self.assertEqual(self.fifo(attempt="A2").code, ResponseCode.POLLING_TIMEOUT)
+
+    def test_change_invisible_time(self) -> None:
+        """A FIFO message's visibility moves; the answer keeps the POP's time."""
+        self.put()
+        response = self.fifo()
+        (msg,) = self.messages(response)
+        pop_time = PopMessageResponseHeader.from_ext_fields(response.ext_fields).pop_time
+        header = ChangeInvisibleTimeRequestHeader(GROUP, TOPIC, 0, self.extra_info(response, msg), 0, 30_000)
+        changed = self.call(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields())
+        self.assertEqual((changed.code, changed.ext_fields["popTime"], changed.ext_fields["reviveQid"],
+                          changed.ext_fields["invisibleTime"]),
+                         (ResponseCode.SUCCESS, str(pop_time), "999", "30000"))
+        self.reactor.advance(INVISIBLE / 1000 + 1)
+        self.assertEqual(self.fifo().code, ResponseCode.POLLING_TIMEOUT)  # still invisible
+        self.reactor.advance(20)
+        self.assertEqual(len(self.messages(self.fifo())), 1)
+
+    def test_ack_refusals(self) -> None:
+        """An offset the POP did not hand out: MESSAGE_ILLEGAL; an ack from an older POP: ignored."""
+        self.put()
+        self.put()
+        response = self.fifo(max_nums=1)
+        (msg,) = self.messages(response)
+        extra = self.extra_info(response, msg)
+        wrong = AckMessageRequestHeader(GROUP, TOPIC, 0, extra, 1)
+        refused = self.call(RequestCode.ACK_MESSAGE, wrong.to_ext_fields())
+        self.assertEqual(refused.code, ResponseCode.MESSAGE_ILLEGAL)
+        self.assertTrue(refused.remark.startswith("offset is illegal, key:TopicTest@g@0, old:0, commit:1, next:-1"))
+        stale = ei.parse_extra_info(extra)
+        stale_extra = ei.ExtraInfo(stale.ck_queue_offset, stale.pop_time - 1, stale.invisible_time, 999, "0",
+                                   stale.broker_name, 0, 0).encode()
+        ignored = AckMessageRequestHeader(GROUP, TOPIC, 0, stale_extra, 0)
+        self.assertEqual(self.call(RequestCode.ACK_MESSAGE, ignored.to_ext_fields()).code, ResponseCode.SUCCESS)
+        self.assertEqual(self.controller.consumer_offset_manager.query_offset(GROUP, TOPIC, 0), 0)
+
+    def test_ack_wakes_waiting_pop(self) -> None:
+        """The last ack unblocks the queue and wakes a FIFO POP waiting on it."""
+        self.put(body=b"a")
+        self.put(body=b"b")
+        first = self.fifo(max_nums=1)
+        (msg,) = self.messages(first)
+        ext = self.pop_ext(order=True, poll_time=5_000)
+        d = self.dispatch(RequestCode.POP_MESSAGE, ext)
+        assert isinstance(d, Deferred)
+        got: list[RemotingCommand] = []
+        d.addCallback(got.append)
+        self.assertEqual(self.ack_fifo(first, msg).code, ResponseCode.SUCCESS)
+        self.reactor.advance(0)
+        self.assertEqual([m.body for m in self.messages(got[0])], [b"b"])
 
 
 class ChangeInvisibleTimeTests(PopTestCase):
