@@ -13,6 +13,9 @@ SET_MESSAGE_REQUEST_MODE, which is another branch's work). One scenario, same ou
   retry topic (under the original topic, reconsume times 1, ``1ST_POP_TIME`` set), then
   acked with a BATCH_ACK_MESSAGE built by the client: not delivered again;
 * waiting POPs (``pollTime``) are answered when the revived messages arrive;
+* FIFO (``order=true``): a queue blocked while its messages are out, the offset moved by
+  acks, the unacked message and the one behind it handed out again in order after the
+  invisible time, the redelivery counted (``orderCountInfo`` → reconsume times);
 * our broker killed with SIGKILL between the POP and the invisible time, then restarted on
   the same store: the acked message stays acked, the other comes back once (the revive log is
   read back).
@@ -158,6 +161,51 @@ def test_pop_ack_change_revive_same_as_java(pop_peer, tx_broker, java_broker):
     assert ours["first"] == [("m0", 0, True, "0"), ("m1", 0, True, "0"), ("m2", 0, True, "0")]
     assert ours["again"] == [("m1", 1, True, "1"), ("m2", 1, True, "1")], ours
     assert (ours["ack"], ours["change"], ours["batchack"], ours["ack2"], ours["late"]) == ("OK", "OK", "OK", "OK", [])
+
+
+def fifo_scenario(peer: PopPeer, addr: str, broker_name: str, tag: str) -> dict[str, Any]:
+    topic, group = f"FifoTopic{tag}", f"FifoGroup{tag}"
+    with BlockingConnection(addr) as conn:
+        assert tb.create_topic(conn, topic, 1).code == ResponseCode.SUCCESS
+        for body in (b"f0", b"f1", b"f2"):
+            assert tb.send(conn, topic, body, 0).code == ResponseCode.SUCCESS
+
+    def pop(poll_ms: int = 0, max_nums: int = 2) -> dict:
+        return peer.call("pop", addr, broker_name, topic, group, max_nums, INVISIBLE_MS, poll_ms, "order")
+
+    def summary(got: dict) -> tuple:
+        return got["status"], [(m["body"], m["reconsumeTimes"], m["extraInfo"].split(" ")[3]) for m in got["msgs"]]
+
+    outcome: dict[str, Any] = {}
+    first = pop()
+    popped_at = time.monotonic()
+    outcome["first"] = summary(first)
+    outcome["blocked"] = summary(pop())[0]
+    f0 = first["msgs"][0]
+    outcome["ack"] = peer.call("ack", addr, topic, group, f0["queueId"], f0["queueOffset"], f0["extraInfo"])["status"]
+    outcome["still_blocked"] = summary(pop())[0]
+    again = pop(poll_ms=0, max_nums=32)
+    deadline = time.monotonic() + 30
+    while not again["msgs"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+        again = pop(poll_ms=0, max_nums=32)
+    outcome["again_early"] = time.monotonic() - popped_at < INVISIBLE_MS / 1000 - 0.3
+    outcome["again"] = summary(again)
+    for m in again["msgs"]:
+        outcome.setdefault("acks", []).append(
+            peer.call("ack", addr, topic, group, m["queueId"], m["queueOffset"], m["extraInfo"])["status"])
+    outcome["after"] = summary(pop(poll_ms=1000))
+    return outcome
+
+
+def test_fifo_pop_same_as_java(pop_peer, tx_broker, java_broker):
+    ours = fifo_scenario(pop_peer, *tx_broker, "Tx")
+    java = fifo_scenario(pop_peer, *java_broker, "Java")
+    assert ours == java, (ours, java)
+    assert ours["first"] == ("FOUND", [("f0", 0, "999"), ("f1", 0, "999")]), ours
+    assert (ours["blocked"], ours["ack"], ours["still_blocked"]) == ("POLLING_NOT_FOUND", "OK", "POLLING_NOT_FOUND")
+    assert ours["again"] == ("FOUND", [("f1", 1, "999"), ("f2", 0, "999")]), ours
+    assert (ours["again_early"], ours["acks"], ours["after"]) == (False, ["OK", "OK"], ("POLLING_NOT_FOUND", []))
 
 
 def test_pop_state_survives_kill_9(pop_peer, tmp_path):

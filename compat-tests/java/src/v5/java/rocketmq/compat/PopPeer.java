@@ -30,9 +30,10 @@ import org.apache.rocketmq.remoting.protocol.header.PopMessageRequestHeader;
  * batchAckMessageAsync, changeInvisibleTimeAsync) for test_pop_interop.py: one command per
  * stdin line, TAB-separated; one JSON line per command.
  *
- *   pop ADDR BROKER TOPIC GROUP MAX INVISIBLE_MS POLL_MS
+ *   pop ADDR BROKER TOPIC GROUP MAX INVISIBLE_MS POLL_MS [order]
  *       {"op","status","restNum","msgs":[{"body","topic","queueId","queueOffset","reconsumeTimes",
- *        "extraInfo","firstPopTime"}]}; extraInfo is the POP_CK the client built or received
+ *        "extraInfo","firstPopTime"}]}; extraInfo is the POP_CK the client built or received;
+ *       "order" pops with order=true (FIFO), reconsumeTimes then from orderCountInfo
  *   ack ADDR TOPIC GROUP QUEUE_ID OFFSET EXTRA_INFO     {"op","status"} (the topic sent is the
  *       real one, ExtraInfoUtil.getRealTopic, as the push consumer sends it)
  *   batchack ADDR TOPIC GROUP EXTRA_INFO[,EXTRA_INFO...] {"op","status"}
@@ -86,6 +87,9 @@ public final class PopPeer {
                 h.setInitMode(ConsumeInitMode.MAX);
                 h.setExpType("TAG");
                 h.setExp("*");
+                if (a.length > 8 && "order".equals(a[8])) {
+                    h.setOrder(true);
+                }
                 CompletableFuture<Object> f = new CompletableFuture<>();
                 api.popMessageAsync(a[2], a[1], h, TIMEOUT + Long.parseLong(a[7]), new PopCallback() {
                     @Override
