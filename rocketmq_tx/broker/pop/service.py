@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,19 +70,17 @@ class _Pending:
 
 class PopService:
     """
-    :param controller: the broker (store, settings, topic/offset/subscription managers).
-    :param on_retry_put: called with a POP retry topic after a revived message is stored
-        there (wakes long-polling POPs).
+    :param controller: the broker (store, settings, topic/offset/subscription managers). A
+        revived message wakes the POPs waiting on its retry topic through the store's arrival
+        events, as any stored message does.
     """
 
-    def __init__(self, controller: Any, on_retry_put: Callable[[str], object] | None = None,
-                 revive_batch: int = 256, recover_batch: int = 1024) -> None:
+    def __init__(self, controller: Any, revive_batch: int = 256, recover_batch: int = 1024) -> None:
         self.controller = controller
         self.settings = controller.settings
         self.store = controller.store
         self.revive_topic = revive_topic(self.settings["brokerClusterName"])
         self.revive_queue_num = self.settings["reviveQueueNum"]
-        self.on_retry_put = on_retry_put
         self.revive_batch = revive_batch
         self.recover_batch = recover_batch
         self.table: dict[CheckpointKey, _Pending] = {}
@@ -326,8 +324,6 @@ class PopService:
         if result.status is not PutMessageStatus.PUT_OK:
             log.error("revive %s: put to %s failed: %s", ck.cid, topic, result.status.name)
             return False
-        if self.on_retry_put is not None:
-            self.on_retry_put(topic)
         return True
 
     def commit_revive_offsets(self) -> None:

@@ -32,7 +32,7 @@ import org.apache.rocketmq.remoting.protocol.header.PopMessageRequestHeader;
  *
  *   pop ADDR BROKER TOPIC GROUP MAX INVISIBLE_MS POLL_MS [order]
  *       {"op","status","restNum","msgs":[{"body","topic","queueId","queueOffset","reconsumeTimes",
- *        "extraInfo","firstPopTime"}]}; extraInfo is the POP_CK the client built or received;
+ *        "extraInfo","firstPopTime","storeTimestamp"}]}; extraInfo is the POP_CK the client built or received;
  *       "order" pops with order=true (FIFO), reconsumeTimes then from orderCountInfo
  *   ack ADDR TOPIC GROUP QUEUE_ID OFFSET EXTRA_INFO     {"op","status"} (the topic sent is the
  *       real one, ExtraInfoUtil.getRealTopic, as the push consumer sends it)
@@ -115,7 +115,8 @@ public final class PopPeer {
                             "topic", m.getTopic(), "queueId", m.getQueueId(), "queueOffset", m.getQueueOffset(),
                             "reconsumeTimes", m.getReconsumeTimes(),
                             "extraInfo", m.getProperty(MessageConst.PROPERTY_POP_CK),
-                            "firstPopTime", m.getProperty(MessageConst.PROPERTY_FIRST_POP_TIME)));
+                            "firstPopTime", m.getProperty(MessageConst.PROPERTY_FIRST_POP_TIME),
+                            "storeTimestamp", m.getStoreTimestamp()));
                     }
                 }
                 return Json.obj("op", "pop", "status", pr.getPopStatus().name(), "restNum", pr.getRestNum(),
