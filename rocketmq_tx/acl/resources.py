@@ -32,7 +32,11 @@ leaves open, each the way a later Java does or the obvious way:
   rule; 4.9.8 reads an ext field ``group`` this header does not have, so needs nothing);
 * the ACL admin codes 50-53 are admin-only (5.x makes 50-52 admin-only; 4.9.8 lets any
   account create, change and delete accounts, itself an admin included; 53 rewrites the
-  global white list, which skips authentication altogether).
+  global white list, which skips authentication altogether);
+* the POP family (5.x, ``@RocketMQAction(SUB)`` on topic and group there): POP_MESSAGE,
+  PEEK_MESSAGE, NOTIFICATION, POLLING_INFO, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME need
+  ``topic`` SUB (a POP retry topic counts as its original topic) and ``%RETRY%``+``consumerGroup``
+  SUB, as PULL_MESSAGE; BATCH_ACK_MESSAGE the same for each ack of its body.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from rocketmq_tx.acl.permission import PUB, SUB, is_retry_topic, retry_topic
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import java_string_hash
 from rocketmq_tx.remoting import RemotingCommand, RequestCode
+from rocketmq_tx.remoting.extrainfo import parse_normal_topic
+from rocketmq_tx.remoting.popbodies import BatchAckMessageRequestBody
 
 __all__ = ["needed_resources", "ADMIN_CODES", "STRICT_ADMIN_CODES", "TRACE_TOPIC"]
 
@@ -71,6 +77,9 @@ _QUERY = RequestCode.QUERY_MESSAGE
 _HEART_BEAT = RequestCode.HEART_BEAT
 _GROUP_SUB = frozenset({RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP})
 _UPDATE_OFFSET = RequestCode.UPDATE_CONSUMER_OFFSET
+_POP_CODES = frozenset({RequestCode.POP_MESSAGE, RequestCode.PEEK_MESSAGE, RequestCode.NOTIFICATION,
+                        RequestCode.POLLING_INFO, RequestCode.ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME})
+_BATCH_ACK = RequestCode.BATCH_ACK_MESSAGE
 
 
 def _add(needed: dict[str, int], resource: str | None, perm: int) -> None:
@@ -118,7 +127,23 @@ def needed_resources(request: RemotingCommand, strict: bool = True) -> dict[str,
     elif code == _UPDATE_OFFSET:
         _add(needed, _group(ext.get("consumerGroup")), SUB)
         _add(needed, ext.get("topic"), SUB)
+    elif strict and code in _POP_CODES:
+        _pop_resources(needed, ext.get("topic"), ext.get("consumerGroup"))
+    elif strict and code == _BATCH_ACK:
+        try:
+            body = BatchAckMessageRequestBody.decode(request.body or b"{}")
+        except ValueError as e:
+            raise AclError(str(e), PARSE_FRAME) from None
+        for ack in body.acks:
+            _pop_resources(needed, ack.topic, ack.consumer_group)
     return needed
+
+
+def _pop_resources(needed: dict[str, int], topic: str | None, group: str | None) -> None:
+    if topic is not None and group is not None:
+        topic = parse_normal_topic(topic, group)  # an ack names the POP retry topic of its message
+    _add(needed, topic, SUB)
+    _add(needed, _group(group), SUB)
 
 
 def _heartbeat(body: bytes, needed: dict[str, int]) -> None:

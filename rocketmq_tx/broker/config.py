@@ -130,6 +130,10 @@ BROKER_CONFIG = (
             "keys UPDATE_BROKER_CONFIG may not change"),
     Setting("brokerConfigPath", "", str,
             "where UPDATE_BROKER_CONFIG persists (default <store>/config/broker.properties)"),
+    # POP consumption (5.x)
+    Setting("reviveQueueNum", 8, int, "queues of the revive topic rmq_sys_REVIVE_LOG_<cluster>"),
+    Setting("enableRetryTopicV2", False, bool, "POP retry topics named %RETRY%<group>+<topic> (else _)"),
+    Setting("popFromRetryProbability", 20, int, "percent of POPs that read the POP retry topic first"),
     # rocketmq-tx
     Setting("channelExpiredTimeout", 120000, int, "tx: ms of silence before a client is dropped"),
     Setting("fastListenPortEnable", True, bool, "tx: also listen on listenPort - 2 (Java's VIP channel)"),
@@ -209,7 +213,8 @@ class BrokerSettings(Settings):
         """What ``twistd rocketmq-broker`` refuses to start on (and UPDATE_BROKER_CONFIG refuses)."""
         super().validate()
         for key in ("registerNameServerPeriod", "flushConsumerOffsetInterval", "defaultTopicQueueNums",
-                    "channelExpiredTimeout", "topicQueueNumsMax", "maxHeldPullsPerConnection", "maxHeldPulls"):
+                    "channelExpiredTimeout", "topicQueueNumsMax", "maxHeldPullsPerConnection", "maxHeldPulls",
+                    "reviveQueueNum"):
             if self[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self[key]}")
         if self["brokerId"] != 0:

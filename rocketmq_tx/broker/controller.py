@@ -21,6 +21,7 @@ from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
 from rocketmq_tx.broker.longpolling import PullRequestHoldService
 from rocketmq_tx.broker.messagerequestmode import MessageRequestModeManager
 from rocketmq_tx.broker.persister import MetadataPersister
+from rocketmq_tx.broker.pop import PopLongPollingService, PopService
 from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
 from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
@@ -107,6 +108,11 @@ class BrokerController:
         self.pull_request_hold_service = PullRequestHoldService(
             reactor, self._execute_held_pull, settings["maxHeldPullsPerConnection"], settings["maxHeldPulls"])
         self.execute_held_pull: Callable[[Any], Any] | None = None  # set by the pull processor
+        # POP consumption (5.x): checkpoints and revival, and the POPs waiting for messages.
+        self.pop_service = PopService(self)
+        self.pop_long_polling = PopLongPollingService(
+            reactor, self._execute_held_pop, settings["maxHeldPullsPerConnection"], settings["maxHeldPulls"])
+        self.execute_held_pop: Callable[[Any], Any] | None = None  # set by the POP processor
         self.boot_timestamp = self.now_ms()
         #: Java ``Configuration``'s DataVersion: bumped by UPDATE_BROKER_CONFIG, shown by GET_BROKER_CONFIG.
         self.config_data_version = DataVersion(0, self.boot_timestamp)
@@ -155,7 +161,10 @@ class BrokerController:
         if not self.store.load():
             log.error("the message store at {dir} cannot be loaded", dir=self.store_config.store_path_root_dir)
             return False
-        return self.schedule_message_service.load()
+        if not self.schedule_message_service.load():
+            return False
+        self.pop_service.load()
+        return True
 
     def start(self) -> None:
         self.store.start()
@@ -163,6 +172,7 @@ class BrokerController:
     def shutdown(self) -> None:
         self.transactional_message_check_service.stop()
         self.pull_request_hold_service.shutdown()
+        self.pop_long_polling.shutdown()
         self.persister.mark_dirty("consumerOffset")
         self.persister.mark_dirty("delayOffset")
         # Everything still dirty, here and now: a clean stop loses nothing acknowledged.
@@ -259,7 +269,7 @@ class BrokerController:
         # Runs under the store's put lock: record only, wake the parked pulls next turn.
         # With nothing parked there is nobody to wake (a pull parks only after reading the
         # store on this same thread), so the per-message path stays a single check.
-        if not self.pull_request_hold_service.table:
+        if not self.pull_request_hold_service.table and not self.pop_long_polling.by_topic:
             return
         self._arrivals.append((topic, queue_id, max_offset, tags_code))
         if not self._arrivals_scheduled:
@@ -270,10 +280,12 @@ class BrokerController:
         self._arrivals_scheduled = False
         arrivals, self._arrivals = self._arrivals, []
         hold = self.pull_request_hold_service
-        if not hold.table:
-            return
+        pops = self.pop_long_polling
         for topic, queue_id, max_offset, tags_code in arrivals:
-            hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+            if hold.table:
+                hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+            if pops.by_topic:
+                pops.notify_message_arriving(topic)
 
     def log_offset_moved(self, group: str, topic: str, queue_id: int, requested: int, new_offset: int) -> None:
         """A pull answered PULL_OFFSET_MOVED: log it and, as Java's master does
@@ -299,6 +311,10 @@ class BrokerController:
         assert self.execute_held_pull is not None
         return self.execute_held_pull(pr)
 
+    def _execute_held_pop(self, pr: Any) -> Any:
+        assert self.execute_held_pop is not None
+        return self.execute_held_pop(pr)
+
     # ------------------------------------------------------------------ clients
 
     def _consumer_ids_changed(self, event: str, group: str, payload: Any) -> None:
@@ -311,6 +327,7 @@ class BrokerController:
 
     def channel_closed(self, channel: Hashable) -> None:
         self.pull_request_hold_service.drop_channel(channel)
+        self.pop_long_polling.drop_channel(channel)
         self.producer_manager.do_channel_close_event(channel)
         self.consumer_manager.do_channel_close_event(channel)
 

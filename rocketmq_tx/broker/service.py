@@ -110,6 +110,7 @@ class BrokerService(service.MultiService):
                self, now=False)
         _timer(settings["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets, reactor, self, now=False)
         _timer(0.1, self._deliver_delayed, reactor, self)
+        _timer(0.1, self._pop_tick, reactor, self)
         _timer(10.0, lambda: c.persister.mark_dirty("delayOffset"), reactor, self, now=False)
         _timer(10.0, self._scan_channels, reactor, self, now=False)
         _timer(c.store_config.clean_resource_interval / 1000.0, self._clean, reactor, self, now=False)
@@ -186,6 +187,19 @@ class BrokerService(service.MultiService):
             self.controller.schedule_message_service.deliver_due()
         except Exception:
             log.failure("delay-level delivery failed")
+
+    def _pop_tick(self) -> None:
+        """Read the revive log back after a start, then revive expired POP checkpoints (bounded slices)."""
+        pop = self.controller.pop_service
+        if self.controller.store.shutdown_flag:
+            return
+        try:
+            if pop.recovering:
+                pop.recover_slice()
+            else:
+                pop.revive_due(self.controller.now_ms())
+        except Exception:
+            log.failure("POP revive failed")
 
     def _check_transactions(self) -> None:
         if self.controller.store.shutdown_flag:

@@ -113,6 +113,9 @@ class TopicConfigManager:
         if s["traceTopicEnable"]:
             self._system(s["msgTraceTopicName"], 1)
         self._system(f"{s['brokerClusterName']}_{REPLY_TOPIC_POSTFIX}", 1)
+        # 5.x: POP's revive log (PopAckConstants.buildClusterReviveTopic), reviveQueueNum queues.
+        self._system(f"rmq_sys_REVIVE_LOG_{s['brokerClusterName']}",
+                     s["reviveQueueNum"] if "reviveQueueNum" in s else 8)
 
     # ------------------------------------------------------------------ persistence
 

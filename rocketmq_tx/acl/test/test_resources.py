@@ -59,6 +59,23 @@ class MappingTests(SynchronousTestCase):
         self.assertEqual(STRICT_ADMIN_CODES - ADMIN_CODES, {50, 51, 52, 53})
         self.assertEqual(ADMIN_CODES, {17, 25, 215, 200, 207})
 
+    def test_strict_pop(self) -> None:
+        """The POP family needs SUB on the (original) topic and the group's retry topic; 4.9.8 mode nothing."""
+        for code in (C.POP_MESSAGE, C.PEEK_MESSAGE, C.NOTIFICATION, C.POLLING_INFO, C.ACK_MESSAGE,
+                     C.CHANGE_MESSAGE_INVISIBLETIME):
+            self.assertEqual(needed(code, {"topic": "T", "consumerGroup": "G"}, strict=True),
+                             {"T": SUB, "%RETRY%G": SUB})
+            self.assertEqual(needed(code, {"topic": "T", "consumerGroup": "G"}), {})
+        for retry in ("%RETRY%G_T", "%RETRY%G+T"):
+            self.assertEqual(needed(C.ACK_MESSAGE, {"topic": retry, "consumerGroup": "G"}, strict=True),
+                             {"T": SUB, "%RETRY%G": SUB})
+        body = (b'{"acks":[{"b":"AQ==","c":"G","it":1,"pt":1,"q":0,"r":"0","rq":0,"so":0,"t":"T"},'
+                b'{"b":"AQ==","c":"H","it":1,"pt":1,"q":0,"r":"1","rq":0,"so":0,"t":"U"}]}')
+        self.assertEqual(needed(C.BATCH_ACK_MESSAGE, body=body, strict=True),
+                         {"T": SUB, "%RETRY%G": SUB, "U": SUB, "%RETRY%H": SUB})
+        with self.assertRaises(AclError):
+            needed(C.BATCH_ACK_MESSAGE, body=b"[", strict=True)
+
     def test_heartbeat(self) -> None:
         body = heartbeat({"G1": ["T1", "%RETRY%G1"], "G2": []})
         self.assertEqual(needed(C.HEART_BEAT, {}, body), {"%RETRY%G1": SUB, "T1": SUB, "%RETRY%G2": SUB})

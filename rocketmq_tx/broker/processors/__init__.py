@@ -8,7 +8,9 @@ requests are split by concern (:mod:`.admin` and its ``admin_*`` siblings); the 
 maintenance processor is also the default and answers REQUEST_CODE_NOT_SUPPORTED for
 every other code (see docs/compatibility.md). Transactions: :mod:`.endtransaction` (END_TRANSACTION,
 RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. 5.x message request
-modes and the broker-side allocation: :mod:`.assignment`. With ``aclEnable``
+modes and the broker-side allocation: :mod:`.assignment`. POP consumption (5.x):
+:mod:`.pop`, :mod:`.ack`, :mod:`.changeinvisible`, :mod:`.peek`, :mod:`.pollinginfo`, :mod:`.notification` over
+:mod:`rocketmq_tx.broker.pop`. With ``aclEnable``
 every request is checked first (:class:`~rocketmq_tx.broker.processors.acl.AclServerHook`,
 docs/security.md).
 """
@@ -16,6 +18,7 @@ docs/security.md).
 from __future__ import annotations
 
 from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.processors.ack import AckMessageProcessor
 from rocketmq_tx.broker.processors.acl import AclConfigProcessor, AclServerHook
 from rocketmq_tx.broker.processors.admin import AdminBrokerProcessor
 from rocketmq_tx.broker.processors.admin_config import BrokerConfigProcessor
@@ -24,9 +27,14 @@ from rocketmq_tx.broker.processors.admin_offsets import OffsetAdminProcessor
 from rocketmq_tx.broker.processors.admin_relay import ClientRelayProcessor
 from rocketmq_tx.broker.processors.admin_topics import TopicAdminProcessor
 from rocketmq_tx.broker.processors.assignment import QueryAssignmentProcessor
+from rocketmq_tx.broker.processors.changeinvisible import ChangeInvisibleTimeProcessor
 from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
 from rocketmq_tx.broker.processors.endtransaction import EndTransactionProcessor
+from rocketmq_tx.broker.processors.notification import NotificationProcessor
+from rocketmq_tx.broker.processors.peek import PeekMessageProcessor
+from rocketmq_tx.broker.processors.pollinginfo import PollingInfoProcessor
+from rocketmq_tx.broker.processors.pop import PopMessageProcessor
 from rocketmq_tx.broker.processors.pull import PullMessageProcessor
 from rocketmq_tx.broker.processors.query import QueryMessageProcessor
 from rocketmq_tx.broker.processors.reply import ReplyMessageProcessor
@@ -39,7 +47,8 @@ __all__ = ["processor_table"]
 def processor_table(controller: BrokerController, fast: bool = False) -> ProcessorTable:
     """
     The processors of a broker port. *fast* is the VIP port (listenPort - 2), which serves
-    everything but the pulls (PULL_MESSAGE, LITE_PULL_MESSAGE), as in Java.
+    everything but the pulls (PULL_MESSAGE, LITE_PULL_MESSAGE), POP_MESSAGE, PEEK_MESSAGE,
+    POLLING_INFO and NOTIFICATION, as in Java.
     """
     table = ProcessorTable()
     if controller.acl is not None:
@@ -61,9 +70,15 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         ClientRelayProcessor(controller),
         EndTransactionProcessor(controller),
         QueryAssignmentProcessor(controller),
+        AckMessageProcessor(controller),
+        ChangeInvisibleTimeProcessor(controller),
     ]
     if not fast:
         processors.append(PullMessageProcessor(controller))
+        processors.append(PopMessageProcessor(controller))
+        processors.append(PeekMessageProcessor(controller))
+        processors.append(PollingInfoProcessor(controller))
+        processors.append(NotificationProcessor(controller))
     for processor in processors:
         table.register_handlers(processor)
     return table

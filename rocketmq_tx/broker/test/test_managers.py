@@ -47,7 +47,7 @@ class TopicConfigManagerTests(SynchronousTestCase):
         return m
 
     def test_system_topics_as_java_creates_them(self) -> None:
-        """Java 4.9.8 TopicConfigManager's constructor: names, queue counts, permissions."""
+        """Java 4.9.8 TopicConfigManager's constructor: names, queue counts, permissions; 5.x's revive topic."""
         table = self.manager().topic_config_table
         summary = {name: (tc.read_queue_nums, tc.write_queue_nums, tc.perm) for name, tc in table.items()}
         self.assertEqual(summary, {
@@ -59,6 +59,7 @@ class TopicConfigManagerTests(SynchronousTestCase):
             "OFFSET_MOVED_EVENT": (1, 1, RW),
             "SCHEDULE_TOPIC_XXXX": (18, 18, RW),
             "DefaultCluster_REPLY_TOPIC": (1, 1, RW),
+            "rmq_sys_REVIVE_LOG_DefaultCluster": (8, 8, RW),
         })
 
     def test_system_topics_follow_settings(self) -> None:

@@ -195,8 +195,8 @@ class PersisterTests(SynchronousTestCase):
         self.assertEqual(encoded, [])  # on the reactor: no topic encoded
         tcm.topic_config_table["Late"] = TopicConfig("Late")  # after the snapshot: not in it
         data = json.loads(encode())
-        self.assertEqual(len(encoded), 50_000 + 7)  # in the writer's thread, each once
-        self.assertEqual(len(data["topicConfigTable"]), 50_000 + 7)
+        self.assertEqual(len(encoded), 50_000 + 8)  # in the writer's thread, each once
+        self.assertEqual(len(data["topicConfigTable"]), 50_000 + 8)
         self.assertNotIn("Late", data["topicConfigTable"])
 
 
