@@ -29,7 +29,7 @@ class TimerServiceTests(BrokerTestCase):
 
     def send_timer(self, deliver_ms: int, body: bytes = b"hello", queue_id: int = 1) -> RemotingCommand:
         return self.send(body=body, queue_id=queue_id,
-                         body_props=props(UNIQ_KEY="U%d" % deliver_ms, TIMER_DELIVER_MS=str(deliver_ms)))
+                         body_props=props(UNIQ_KEY=f"U{deliver_ms}", TIMER_DELIVER_MS=str(deliver_ms)))
 
     def count(self, queue_id: int = 1) -> int:
         return self.store.get_max_offset_in_queue("TopicTest", queue_id)
