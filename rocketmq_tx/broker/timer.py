@@ -31,6 +31,9 @@ __all__ = ["TimerMessageService", "timer_disabled_hook"]
 
 log = Logger()
 
+#: seconds between TimerLog clean-ups (Java's fixed 30 s)
+CLEAN_INTERVAL = 30.0
+
 
 def timer_disabled_hook(msg: Any) -> PutMessageStatus | None:
     """The put hook with ``timerWheelEnable=false``: timer messages are refused (WHEEL_TIMER_NOT_ENABLE)."""
@@ -60,6 +63,7 @@ class TimerMessageService(service.Service):
         self.tick_seconds = 100 * self.config.timer_precision_ms / 1000 / 1000
         self._call: Any = None
         self._flush_call: Any = None
+        self._clean_call: Any = None
         self._flushing: defer.Deferred | None = None
 
     def _default_run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
@@ -95,13 +99,14 @@ class TimerMessageService(service.Service):
         self.timer_store.start()
         self._call = self.clock.callLater(0, self._tick)
         self._flush_call = self.clock.callLater(self.config.timer_flush_interval_ms / 1000, self._flush_round)
+        self._clean_call = self.clock.callLater(CLEAN_INTERVAL, self._clean)
 
     def stopService(self) -> Any:
         super().stopService()
-        for call in (self._call, self._flush_call):
+        for call in (self._call, self._flush_call, self._clean_call):
             if call is not None and call.active():
                 call.cancel()
-        self._call = self._flush_call = None
+        self._call = self._flush_call = self._clean_call = None
         return self._flushing if self._flushing is not None else defer.succeed(None)
 
     def shutdown(self) -> None:
@@ -128,6 +133,19 @@ class TimerMessageService(service.Service):
             log.failure("timer: enqueue/dequeue failed")
             more = False
         self._call = self.clock.callLater(0 if more else self.tick_seconds, self._tick)
+
+    def _clean(self) -> None:
+        """Every 30 s, as Java: TimerLog files whose messages are all gone from the CommitLog."""
+        self._clean_call = None
+        if not self.running:
+            return
+        try:
+            deleted = self.timer_store.delete_expired_timer_log()
+            if deleted:
+                log.info("timer: deleted {n} expired TimerLog file(s)", n=deleted)
+        except Exception:
+            log.failure("timer: TimerLog clean-up failed")
+        self._clean_call = self.clock.callLater(CLEAN_INTERVAL, self._clean)
 
     def _flush_round(self) -> None:
         self._flush_call = None

@@ -39,6 +39,7 @@ from rocketmq_tx.common.messagecodec import java_string_hash
 from rocketmq_tx.store.commitlog import MessageExtBrokerInner
 from rocketmq_tx.store.consumequeue import FILLER_SIZE
 from rocketmq_tx.store.formats import CQ_ENTRY, CQ_STORE_UNIT_SIZE
+from rocketmq_tx.store.mappedfile import MappedFile
 from rocketmq_tx.store.status import PutMessageStatus
 from rocketmq_tx.store.timer.checkpoint import TimerCheckpoint, timer_check_path
 from rocketmq_tx.store.timer.formats import (
@@ -69,6 +70,8 @@ TIMER_WHEEL_TTL_DAY = 7
 DAY_SECS = 24 * 3600
 TIMER_BLANK_SLOTS = 60
 LONG_MAX = 2**63 - 1
+#: tries of a failed put back to the real topic (Java without timerEnableRetryUntilSuccess)
+PUT_RETRIES = 3
 #: empty wheel slots passed per unit of a dequeue budget
 EMPTY_SLOTS_PER_UNIT = 64
 _PUT_RETRY = {PutMessageStatus.SERVICE_NOT_AVAILABLE, PutMessageStatus.FLUSH_DISK_TIMEOUT,
@@ -125,6 +128,8 @@ class TimerMessageStore:
         self._delete_keys: set[str] = set()
         self._deliver_index = 0
         self._walked = False
+        self._put_failures = 0
+        self._stalled = False
         self._random = random.Random()
 
     # ------------------------------------------------------------------ lifecycle
@@ -422,6 +427,9 @@ class TimerMessageStore:
                 self._walked = True
                 self._normal.reverse()  # walked newest first; delivered in enqueue order
             done += self._deliver(budget - done)
+            if self._stalled:
+                self._stalled = False
+                return -1  # a put to retry: not before the next tick
             if self._deliver_index < len(self._deletes) + len(self._normal):
                 continue
             self._chain_pos = None
@@ -439,7 +447,13 @@ class TimerMessageStore:
                             self._chain_pos)
                 self._chain_pos = -1
                 break
-            unit = got[1]
+            size, unit = got
+            if size != UNIT_SIZE or not is_magic_ok(unit.magic) or unit.prev_pos >= self._chain_pos:
+                # a damaged chain (a link must point back): stop here rather than loop
+                log.error("timer: bad TimerLog unit at %d in the chain of slot %d; the rest is skipped",
+                          self._chain_pos, self.curr_read_time_ms)
+                self._chain_pos = -1
+                break
             req = _Request(unit.offset_py, unit.size_py, unit.deliver_time_ms, unit.curr_write_time_ms, unit.magic)
             if unit.magic & MAGIC_DELETE and not unit.magic & MAGIC_ROLL:
                 self._deletes.append(req)
@@ -476,9 +490,17 @@ class TimerMessageStore:
             if uniq is not None and self._delete_keys and f"{real_topic}+{uniq}" in self._delete_keys:
                 self._deliver_index += 1
                 continue
-            self._add_metric(msg, -1)
             if self._put_back(msg, req.enqueue_time, roll) is None:
-                return n  # retry this one on the next call
+                # Java retries a failed put 3 times, 500 ms apart, then drops the message
+                self._put_failures += 1
+                if self._put_failures < PUT_RETRIES:
+                    self._stalled = True
+                    return n
+                log.error("timer: message at CommitLog offset %d not delivered after %d tries; dropped",
+                          req.offset_py, self._put_failures)
+            else:
+                self._add_metric(msg, -1)
+            self._put_failures = 0
             self._deliver_index += 1
         return n
 
@@ -536,6 +558,19 @@ class TimerMessageStore:
             sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
             store_host=msg.store_host, reconsume_times=msg.reconsume_times,
             tags_code=java_string_hash(tags) if tags else 0, property_map=props, wait_store_msg_ok=False)
+
+    def delete_expired_timer_log(self) -> int:
+        """
+        Java's 30-second TimerLog clean-up (``deleteExpiredFileByOffsetForTimerLog``): files,
+        never the last, whose last unit points below the CommitLog's first byte.
+        """
+        min_py = self.store.get_min_phy_offset()
+        check = self.timer_log.offset_for_last_unit()
+
+        def max_offset_py(f: MappedFile) -> int | None:
+            size, unit = TimerUnit.decode(f.mm, check)
+            return unit.offset_py if size == UNIT_SIZE and is_magic_ok(unit.magic) else None
+        return self.timer_log.mapped_file_queue.delete_expired_file_by_offset(min_py, UNIT_SIZE, max_offset_py)
 
     # ------------------------------------------------------------------ status
 

@@ -303,3 +303,41 @@ class RecoveryTests(TimerStoreBase):
         read, flush_pos, qoff, master, state, _ts, counter = struct.unpack(">7q", data)
         self.assertEqual((read, flush_pos, qoff, master, state), (T0_MS + 2000, UNIT_SIZE, 1, 1, 0))
         self.assertGreater(counter, 0)
+
+
+class MaintenanceTests(TimerStoreBase):
+    def test_expired_timerlog_files_deleted(self) -> None:
+        """TimerLog files whose last unit points below the CommitLog's first byte go; never the last one."""
+        for i in range(100):
+            self.put_at(T0_MS + 5000, body=b"%d" % i)
+        self.tick()
+        files = self.timers.timer_log.mapped_file_queue.files
+        self.assertEqual(len(files), 3)
+        self.assertEqual(self.timers.delete_expired_timer_log(), 0)
+        self.store.get_min_phy_offset = lambda: 2**40  # type: ignore[method-assign]
+        self.assertEqual(self.timers.delete_expired_timer_log(), 2)
+        self.assertEqual(len(self.timers.timer_log.mapped_file_queue.files), 1)
+
+    def test_failed_put_retried_then_dropped(self) -> None:
+        """A put that fails is retried on later calls; after three failures the message is dropped (as Java)."""
+        from rocketmq_tx.store.status import PutMessageResult
+
+        self.put_at(T0_MS + 2000, body=b"a")
+        self.put_at(T0_MS + 2000, body=b"b")
+        self.tick()
+        real_put = self.store.put_message
+        failures = {"left": 3}
+
+        def flaky(msg):  # type: ignore[no-untyped-def]
+            if msg.topic == TOPIC and failures["left"] > 0:
+                failures["left"] -= 1
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+            return real_put(msg)
+        self.store.put_message = flaky  # type: ignore[method-assign]
+        self.at(2)
+        self.assertEqual(self.timers.dequeue(100), -1)  # stalled on "a": wait for the next tick
+        self.assertEqual(self.delivered(), [])
+        self.assertEqual(self.timers.dequeue(100), -1)
+        self.tick()  # the third failure drops "a", then "b" goes out
+        self.assertEqual([m.body for m in self.delivered()], [b"b"])
+        self.assertEqual(self.timers.curr_read_time_ms, T0_MS + 2000)
