@@ -139,6 +139,9 @@ class TimerMessageService(service.Service):
         self._clean_call = None
         if not self.running:
             return
+        if self._flushing is not None:  # never unmap a file the flush thread may be syncing
+            self._clean_call = self.clock.callLater(1.0, self._clean)
+            return
         try:
             deleted = self.timer_store.delete_expired_timer_log()
             if deleted:

@@ -27,6 +27,7 @@ checkpoint's.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import random
@@ -130,6 +131,9 @@ class TimerMessageStore:
         self._walked = False
         self._put_failures = 0
         self._stalled = False
+        self._metrics_written = ""
+        self._catch_up_until = 0
+        self._backlog: collections.deque[int] = collections.deque()
         self._random = random.Random()
 
     # ------------------------------------------------------------------ lifecycle
@@ -180,6 +184,12 @@ class TimerMessageStore:
                  self.curr_read_time_ms, self.curr_queue_offset, cp.last_timer_queue_offset, process_offset)
         self.commit_read_time_ms = self.curr_read_time_ms
         self.commit_queue_offset = self.curr_queue_offset
+        # Java then steps through every slot up to now, 7 days of them on a new store. Nothing
+        # new can land below the write time (a timer due before it is delivered at once), so
+        # only the slots holding something now need a visit: the rest is jumped over.
+        self._catch_up_until = self._format(self.now_ms())
+        self._backlog = collections.deque(
+            t for t in self.wheel.slot_times(self.curr_read_time_ms) if t < self._catch_up_until)
         self.prepare_checkpoint()
 
     def _recover_and_revise(self, begin: int, check: bool) -> int:
@@ -216,11 +226,17 @@ class TimerMessageStore:
 
     def _revise_queue_offset(self, process_offset: int) -> int:
         """Java ``reviseQueueOffset``: the timer-topic queue offset of the last unit's message, or -1."""
-        got = self.timer_log.read_unit(process_offset - UNIT_SIZE)
-        if got is None or process_offset < UNIT_SIZE:
+        if process_offset < UNIT_SIZE:
             return -1
+        got = self.timer_log.read_unit(process_offset - UNIT_SIZE)
+        if got is None or got[0] != UNIT_SIZE or not is_magic_ok(got[1].magic):
+            return -1  # e.g. the end of a file closed by a blank: the checkpoint's offset then
         unit = got[1]
-        msg = self.store.look_message_by_offset(unit.offset_py, unit.size_py)
+        try:
+            msg = self.store.look_message_by_offset(unit.offset_py, unit.size_py)
+        except Exception as e:  # a unit pointing at no record
+            log.warning("reviseQueueOffset: no message at %d/%d: %s", unit.offset_py, unit.size_py, e)
+            return -1
         if msg is None:
             return -1
         cq = self.store.find_consume_queue(TIMER_TOPIC, msg.queue_id, create=False)
@@ -285,7 +301,9 @@ class TimerMessageStore:
         self.timer_log.flush()
         self.wheel.flush()
         self.checkpoint.flush(checkpoint)
-        self.metrics.persist(metrics_text)
+        if metrics_text != self._metrics_written:  # Java rewrites it every second; unchanged is skipped
+            if self.metrics.persist(metrics_text):
+                self._metrics_written = metrics_text
 
     # ------------------------------------------------------------------ enqueue
 
@@ -410,6 +428,15 @@ class TimerMessageStore:
                 if self.curr_read_time_ms >= self.curr_write_time_ms:
                     return done if done else -1
                 slot = self.wheel.get_slot(self.curr_read_time_ms)
+                if slot.time_ms == -1 and self.curr_read_time_ms < self._catch_up_until:
+                    backlog = self._backlog
+                    while backlog and backlog[0] <= self.curr_read_time_ms:
+                        backlog.popleft()
+                    self.curr_read_time_ms = min(backlog[0], self._catch_up_until) if backlog \
+                        else self._catch_up_until
+                    self.commit_read_time_ms = self.curr_read_time_ms
+                    done += 1
+                    continue
                 if slot.time_ms == -1:
                     self._move_read_time()
                     empty += 1

@@ -87,7 +87,7 @@ class TimerWheel:
 
     def _each_current(self, time_start_ms: int):
         """
-        ``(firstPos, lastPos, num)`` of the slots of the current round from *time_start_ms*
+        ``(timeMs, firstPos, lastPos, num)`` of the slots of the current round from *time_start_ms*
         on (Java's scans). All-zero stretches (a new or sparse wheel) are skipped at memcmp
         speed: the full walk of 1.2 M slots in Python would take most of a second.
         """
@@ -108,19 +108,23 @@ class TimerWheel:
                     continue
                 i = ((base + off) // SLOT_SIZE - first_index) % total
                 if start + i == t:
-                    yield first, last, num
+                    yield t * p, first, last, num
 
     def check_phy_pos(self, time_start_ms: int, max_offset: int) -> int:
         """Java ``checkPhyPos``: the smallest firstPos of a slot whose lastPos is past *max_offset*."""
         min_first = 2**63 - 1
-        for first, last, _ in self._each_current(time_start_ms):
+        for _, first, last, _ in self._each_current(time_start_ms):
             if last > max_offset and first < min_first:
                 min_first = first
         return min_first
 
     def get_all_num(self, time_start_ms: int) -> int:
         """Java ``getAllNum``: the pending count of every slot from *time_start_ms* on."""
-        return sum(num for _, _, num in self._each_current(time_start_ms))
+        return sum(num for _, _, _, num in self._each_current(time_start_ms))
+
+    def slot_times(self, time_start_ms: int) -> list[int]:
+        """The times of the slots of the current round from *time_start_ms* on, ascending."""
+        return sorted(t for t, _, _, _ in self._each_current(time_start_ms))
 
     def get_num(self, time_ms: int) -> int:
         return self.get_slot(time_ms).num

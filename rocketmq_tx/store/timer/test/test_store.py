@@ -341,3 +341,25 @@ class MaintenanceTests(TimerStoreBase):
         self.tick()  # the third failure drops "a", then "b" goes out
         self.assertEqual([m.body for m in self.delivered()], [b"b"])
         self.assertEqual(self.timers.curr_read_time_ms, T0_MS + 2000)
+
+
+class CatchUpTests(TimerStoreBase):
+    def test_new_store_catches_up_at_once(self) -> None:
+        """A new store starts reading 7 days back (as Java); the empty past is jumped in one step."""
+        self.assertEqual(self.timers.curr_read_time_ms, T0_MS - (7 * 86400 - 60) * 1000)
+        self.timers.dequeue(1)
+        self.assertEqual(self.timers.curr_read_time_ms, T0_MS)
+
+    def test_timers_due_while_down_delivered_at_start(self) -> None:
+        """Timers that fell due while the broker was down are delivered by the first ticks after it,
+        in time order; the empty slots between them are jumped."""
+        self.put_at(T0_MS + 5000, body=b"a")
+        self.put_at(T0_MS + 3600_000, body=b"b")
+        self.tick()
+        self.close()
+        self.at(7200)
+        self.open()
+        self.assertEqual(list(self.timers._backlog), [T0_MS + 4000, T0_MS + 3599_000])
+        self.assertGreater(self.timers.dequeue(10), 0)
+        self.assertEqual([m.body for m in self.delivered()], [b"a", b"b"])
+        self.assertEqual(self.timers.curr_read_time_ms, T0_MS + 7200_000)
