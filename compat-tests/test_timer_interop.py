@@ -3,7 +3,8 @@ Timer messages of RocketMQ 5.x (``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC`` / ``T
 sent by the official Java 5.5.0 producer (``Message.setDeliverTimeMs``, ``setDelayTimeSec``,
 ``setDelayTimeMs``; ``rocketmq.compat.TimerPeer``) and received by the official push consumer:
 
-* on our broker and on the Java 5.5.0 broker in the same run: every message is received no
+* on our broker and on the Java 5.5.0 broker in the same run (plus one timer sent by our
+  Python producer with ``Message.deliver_time_ms``): every message is received no
   earlier than its delivery time and at most one tick (``timerPrecisionMs``, 1 s) plus
   scheduling slack after it; a time already past is delivered at once; the delivered
   messages carry the same property names on both brokers (REAL_TOPIC/REAL_QID kept, as Java
@@ -31,7 +32,8 @@ import pytest
 import rocketmq_java as rj
 import txbroker as tb
 
-from rocketmq_tx.blocking import BlockingConnection
+from rocketmq_tx.blocking import BlockingConnection, BlockingProducer
+from rocketmq_tx.common.message import Message
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.store.timer.formats import MAGIC_DEFAULT, UNIT_SIZE, TimerUnit
 from rocketmq_tx.store.timer.wheel import TimerWheel
@@ -177,11 +179,19 @@ def test_delivered_on_time(target, cp5, tx_cluster, java_broker):
         namesrv, addr, name = java_broker.namesrv_addr, f"127.0.0.1:{java_broker.port}", "compat-broker"
     topic = f"TimerTopic_{target}"
     create_topic(addr, namesrv, topic, name)
-    consumer = Consumer(cp5, namesrv, topic, 5)
-    specs = timer_specs(target, int(time.time() * 1000))
+    consumer = Consumer(cp5, namesrv, topic, 6)
+    base = int(time.time() * 1000)
+    specs = timer_specs(target, base)
     sent = produce(cp5, namesrv, topic, specs)
+    # and our Python producer with Message.deliver_time_ms
+    py = Message(topic=topic, body=f"{target}-py".encode())
+    py.deliver_time_ms = base + 4800
+    with BlockingProducer(f"TimerPyPG_{target}", namesrv, send_timeout=10) as producer:
+        assert producer.send(py).send_status.value == "SEND_OK"
     got = consumer.collect()
-    check_on_time(got, deliver_times(sent, specs), past={f"{target}-past"})
+    due = deliver_times(sent, specs)
+    due[f"{target}-py"] = base + 4800
+    check_on_time(got, due, past={f"{target}-past"})
     assert all(len(v) == 1 for v in got.values()), got
     delivered = got[f"{target}-abs"][0]["props"]
     assert delivered["REAL_TOPIC"] == topic

@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.timer.test.test_files -*-
+# -*- test-case-name: rocketmq_tx.store.timer.test.test_formats -*-
 """
 Java ``TimerCheckpoint``: ``<root>/config/timercheck``, one 4096-byte page whose first 56
 bytes are :class:`~rocketmq_tx.store.timer.formats.CheckpointData`.

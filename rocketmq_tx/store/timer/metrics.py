@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.timer.test.test_files -*-
+# -*- test-case-name: rocketmq_tx.store.timer.test.test_formats -*-
 """
 Java ``TimerMetrics``: pending timer messages per real topic, in
 ``<root>/config/timermetrics`` as fastjson writes ``TimerMetricsSerializeWrapper``:

@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.timer.test.test_files -*-
+# -*- test-case-name: rocketmq_tx.store.timer.test.test_formats -*-
 """
 Java ``TimerLog``: ``<root>/timerlog``, files of ``mappedFileSizeTimerLog`` bytes named by
 their start offset (as the CommitLog), holding 52-byte units

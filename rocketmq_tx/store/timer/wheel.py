@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.store.timer.test.test_files -*-
+# -*- test-case-name: rocketmq_tx.store.timer.test.test_formats -*-
 """
 Java ``TimerWheel``: ``<root>/timerwheel``, ``2 * slotsTotal`` slots of 32 bytes; the slot
 of a time is ``time / precisionMs % (2 * slotsTotal)``, and it belongs to that time only if
