@@ -147,3 +147,32 @@ class RemarkTests(BrokerTestCase):
             "timer message is under flow control, max num limit is 20 or the current value is greater than 10 "
             "and less than 20, trigger random flow control")))
         self.assertEqual(MessageConst.PROPERTY_TIMER_DELIVER_MS, "TIMER_DELIVER_MS")
+
+
+class TransactionTimerTests(BrokerTestCase):
+    def test_half_message_with_timer(self) -> None:
+        """As Java 5.x (the half is put with sysFlag NOT_TYPE, then the timer hook runs): a half
+        message with a timer is held in the wheel for the half topic."""
+        from rocketmq_tx.broker.test.test_transaction import TransactionTestCase
+
+        case = TransactionTestCase("run")
+        case.setUp()
+        self.addCleanup(case.doCleanups)
+        case.send_half(TIMER_DELAY_SEC="30")
+        self.assertEqual(case.queue("RMQ_SYS_TRANS_HALF_TOPIC"), [])
+        [held] = case.queue(TIMER_TOPIC)
+        self.assertEqual((held.properties["REAL_TOPIC"], held.properties["REAL_QID"]),
+                         ("RMQ_SYS_TRANS_HALF_TOPIC", "0"))
+
+    def test_commit_refusal_remark(self) -> None:
+        """END_TRANSACTION answers WHEEL_TIMER_* with Java's (send processor's) codes and remarks."""
+        from rocketmq_tx.broker.processors.endtransaction import EndTransactionProcessor
+
+        processor = EndTransactionProcessor(self.controller)
+        code, remark = processor._final_response(PutMessageResult(PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL))
+        self.assertEqual(code, ResponseCode.MESSAGE_ILLEGAL)
+        self.assertTrue(remark.startswith("timer message illegal, the delay time should not be bigger than the max "
+                                          "delay 259200000ms"))
+        code, remark = processor._final_response(PutMessageResult(PutMessageStatus.WHEEL_TIMER_NOT_ENABLE))
+        self.assertEqual((code, remark), (ResponseCode.SYSTEM_ERROR,
+                                          "accurate timer message is not enabled, timerWheelEnable is true"))
