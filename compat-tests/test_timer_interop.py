@@ -12,7 +12,8 @@ sent by the official Java 5.5.0 producer (``Message.setDeliverTimeMs``, ``setDel
 * on ours, pending timers survive a clean restart and a kill -9;
 * a store with pending timers written by the Java 5.5.0 broker (timerlog, timerwheel,
   config/timercheck) is taken over by our broker, which delivers them on time;
-* GET_TIMER_CHECK_POINT (60) answers the 56-byte checkpoint on both brokers.
+* GET_TIMER_CHECK_POINT (60) answers the 56-byte checkpoint and GET_TIMER_METRICS (61) the
+  same JSON shape on both brokers, the topic's pending count back to 0 after delivery.
 
 Lateness is measured on the delivered record's store timestamp (the broker's clock, when it
 wrote the message back to its topic) and, looser, on the consumer's receive time.
@@ -153,8 +154,9 @@ def check_on_time(got: dict[str, list[dict]], due: dict[str, int], past: set[str
 
 
 def timer_specs(tag: str, base_ms: int) -> list[str]:
-    tick = (base_ms // 1000 + 5) * 1000  # an exact multiple of the precision
-    return [f"{tag}-abs:deliver:{base_ms + 4300}", f"{tag}-tick:deliver:{tick}", f"{tag}-sec:sec:4",
+    # absolute times far enough ahead for the producer's JVM to start and send before them
+    tick = (base_ms // 1000 + 10) * 1000  # an exact multiple of the precision
+    return [f"{tag}-abs:deliver:{base_ms + 9300}", f"{tag}-tick:deliver:{tick}", f"{tag}-sec:sec:4",
             f"{tag}-ms:ms:3500", f"{tag}-past:deliver:{base_ms - 5000}"]
 
 
@@ -166,7 +168,15 @@ def checkpoint(addr: str) -> tuple[int, ...]:
     return struct.unpack(">7q", response.body)
 
 
+def metrics(addr: str) -> dict:
+    with BlockingConnection(addr) as conn:
+        response = conn.invoke(RemotingCommand.request(RequestCode.GET_TIMER_METRICS), 10)
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    return json.loads(response.body)
+
+
 PROPS: dict[str, set[str]] = {}
+METRICS: dict[str, tuple] = {}
 
 
 @pytest.mark.parametrize("target", ["tx", "java"])
@@ -184,13 +194,15 @@ def test_delivered_on_time(target, cp5, tx_cluster, java_broker):
     specs = timer_specs(target, base)
     sent = produce(cp5, namesrv, topic, specs)
     # and our Python producer with Message.deliver_time_ms
-    py = Message(topic=topic, body=f"{target}-py".encode())
-    py.deliver_time_ms = base + 4800
     with BlockingProducer(f"TimerPyPG_{target}", namesrv, send_timeout=10) as producer:
+        py = Message(topic=topic, body=f"{target}-py".encode())
+        py.deliver_time_ms = py_due = int(time.time() * 1000) + 3000
         assert producer.send(py).send_status.value == "SEND_OK"
-    got = consumer.collect()
     due = deliver_times(sent, specs)
-    due[f"{target}-py"] = base + 4800
+    for body in (f"{target}-abs", f"{target}-tick"):
+        assert sent[body]["sendMs"] < due[body] - 500, f"{body} was sent too late to be a timer: {sent[body]}"
+    got = consumer.collect()
+    due[f"{target}-py"] = py_due
     check_on_time(got, due, past={f"{target}-past"})
     assert all(len(v) == 1 for v in got.values()), got
     delivered = got[f"{target}-abs"][0]["props"]
@@ -204,8 +216,12 @@ def test_delivered_on_time(target, cp5, tx_cluster, java_broker):
     assert "TIMER_OUT_MS" not in got[f"{target}-past"][0]["props"]
     read, *_ = checkpoint(addr)
     assert read > 0
+    doc = metrics(addr)
+    assert doc["timingCount"][topic]["count"] == 0  # one up per enqueued timer, one down per delivery
+    METRICS[target] = (sorted(doc), sorted(doc["dataVersion"]), sorted(doc["timingCount"][topic]))
     if len(PROPS) == 2:
         assert PROPS["tx"] == PROPS["java"], PROPS
+        assert METRICS["tx"] == METRICS["java"], METRICS
 
 
 def test_restart_and_kill9_keep_pending(cp5, tx_cluster):
@@ -215,19 +231,21 @@ def test_restart_and_kill9_keep_pending(cp5, tx_cluster):
     topic = "TimerTopic_restart"
     create_topic(broker.addr, namesrv, topic, broker.name)
     base = int(time.time() * 1000)
-    specs = [f"r-a:deliver:{base + 12_000}", f"r-b:deliver:{base + 25_000}", "r-c:sec:30"]
+    specs = [f"r-a:deliver:{base + 16_000}", f"r-b:deliver:{base + 30_000}", "r-c:sec:35"]
     sent = produce(cp5, namesrv, topic, specs)
     time.sleep(1.5)  # enqueued into the wheel and checkpointed (one flush interval) before the stop
     broker.stop()
     broker = state["broker"] = tb.restart(broker)
+    assert time.time() * 1000 < base + 15_000, "the restart took too long for the test's timers"
     consumer = Consumer(cp5, namesrv, topic, 3)
-    # kill -9 while r-b and r-c are still pending
+    # kill -9 once r-a is out, while r-b and r-c are still pending
     deadline = time.monotonic() + 30
-    while time.time() * 1000 < base + 14_000 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    while time.time() * 1000 < base + 18_000 and time.monotonic() < deadline:
+        time.sleep(0.2)  # waiting for a wall-clock moment, bounded
     os.kill(broker.pid, signal.SIGKILL)
     broker.proc.proc.wait(30)
     broker = state["broker"] = tb.restart(broker, "tx-broker-after-kill9")
+    assert time.time() * 1000 < base + 29_000, "the restart after kill -9 took too long for the test's timers"
     got = consumer.collect(timeout=120)
     check_on_time(got, deliver_times(sent, specs), recv_bound=False)
 
