@@ -24,7 +24,7 @@ from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
 from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
-from rocketmq_tx.broker.timer import TimerMessageService, timer_disabled_hook
+from rocketmq_tx.broker.timer import DISABLED_RUNTIME_INFO, TimerMessageService, timer_disabled_hook
 from rocketmq_tx.broker.topicconfig import OFFSET_MOVED_EVENT, TopicConfigManager
 from rocketmq_tx.broker.transaction import (
     TransactionalMessageBridge,
@@ -367,6 +367,8 @@ class BrokerController:
             "remainHowManyDataToFlush": str(max(0, data["commitLogMaxOffset"] - data["flushedWhere"])),
         }
         info.update(self.schedule_message_service.runtime_info())
+        timer = self.timer_message_service
+        info.update(timer.runtime_info() if timer is not None else DISABLED_RUNTIME_INFO)
         return info
 
 

@@ -27,7 +27,7 @@ from rocketmq_tx.store.store import DefaultMessageStore
 from rocketmq_tx.store.timer.hook import transform_timer_message
 from rocketmq_tx.store.timer.store import TimerMessageStore
 
-__all__ = ["TimerMessageService", "timer_disabled_hook"]
+__all__ = ["TimerMessageService", "timer_disabled_hook", "timer_put_result_response", "DISABLED_RUNTIME_INFO"]
 
 log = Logger()
 
@@ -64,6 +64,8 @@ class TimerMessageService(service.Service):
         self._call: Any = None
         self._flush_call: Any = None
         self._clean_call: Any = None
+        self._tps: tuple[float, float] = (0.0, 0.0)
+        self._tps_mark = (clock.seconds(), 0, 0)
         self._flushing: defer.Deferred | None = None
 
     def _default_run(self, fn: Callable[..., Any], *args: Any) -> defer.Deferred:
@@ -97,6 +99,7 @@ class TimerMessageService(service.Service):
     def startService(self) -> None:
         super().startService()
         self.timer_store.start()
+        self._tps_mark = (self.clock.seconds(), self.timer_store.enqueued, self.timer_store.dequeued)
         self._call = self.clock.callLater(0, self._tick)
         self._flush_call = self.clock.callLater(self.config.timer_flush_interval_ms / 1000, self._flush_round)
         self._clean_call = self.clock.callLater(CLEAN_INTERVAL, self._clean)
@@ -134,6 +137,25 @@ class TimerMessageService(service.Service):
             more = False
         self._call = self.clock.callLater(0 if more else self.tick_seconds, self._tick)
 
+    def runtime_info(self) -> dict[str, str]:
+        """Java 5.x's timer keys of GET_BROKER_RUNTIME_INFO (``timerReadBehind`` in seconds)."""
+        ts = self.timer_store
+        return {
+            "timerReadBehind": str(max(ts.dequeue_behind_millis(), 0) // 1000),
+            "timerOffsetBehind": str(ts.enqueue_behind_messages()),
+            "timerCongestNum": str(ts.congest_num),
+            "timerEnqueueTps": _java_float(self._tps[0]),
+            "timerDequeueTps": _java_float(self._tps[1]),
+        }
+
+    def _measure_tps(self) -> None:
+        now = self.clock.seconds()
+        ts = self.timer_store
+        last_t, last_in, last_out = self._tps_mark
+        if now > last_t:
+            self._tps = ((ts.enqueued - last_in) / (now - last_t), (ts.dequeued - last_out) / (now - last_t))
+        self._tps_mark = (now, ts.enqueued, ts.dequeued)
+
     def _clean(self) -> None:
         """Every 30 s, as Java: TimerLog files whose messages are all gone from the CommitLog."""
         self._clean_call = None
@@ -154,6 +176,7 @@ class TimerMessageService(service.Service):
         self._flush_call = None
         if not self.running:
             return
+        self._measure_tps()
         if self._flushing is None:
             ts = self.timer_store
             checkpoint = ts.prepare_checkpoint()
@@ -167,6 +190,17 @@ class TimerMessageService(service.Service):
                     log.failure("timer: flush failed", result)
             d.addBoth(done)
         self._flush_call = self.clock.callLater(self.config.timer_flush_interval_ms / 1000, self._flush_round)
+
+
+#: GET_BROKER_RUNTIME_INFO's timer keys without a timer store (Java's literal values)
+DISABLED_RUNTIME_INFO = {"timerReadBehind": "0", "timerOffsetBehind": "0", "timerCongestNum": "0",
+                         "timerEnqueueTps": "0.0", "timerDequeueTps": "0.0"}
+
+
+def _java_float(value: float) -> str:
+    """About Java's ``String.valueOf(float)`` for a rate: ``0.0``, ``12.5``."""
+    text = f"{value:.2f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
 
 
 def timer_put_result_response(status: PutMessageStatus, store_config: Any) -> tuple[int, str] | None:

@@ -110,6 +110,20 @@ class TimerServiceTests(BrokerTestCase):
         self.assertEqual(doc["timingCount"]["TopicTest"]["count"], 1)
         self.assertEqual(sorted(doc["dataVersion"]), ["counter", "stateVersion", "timestamp"])
 
+    def test_runtime_info_keys(self) -> None:
+        """GET_BROKER_RUNTIME_INFO has Java 5.x's timer keys: pending count, read lag, offset lag, rates."""
+        self.send_timer(T0_MS + 3000)
+        self.send_timer(T0_MS + 4000)
+        self.advance_to(1.5)
+        info = self.controller.runtime_info()
+        self.assertEqual((info["timerCongestNum"], info["timerOffsetBehind"], info["timerReadBehind"]),
+                         ("2", "0", "0"))
+        self.assertAlmostEqual(float(info["timerEnqueueTps"]), 2.0, delta=0.3)  # both in the first second
+        self.advance_to(4.5)
+        info = self.controller.runtime_info()
+        self.assertEqual(info["timerCongestNum"], "0")
+        self.assertEqual(info["timerEnqueueTps"], "0.0")
+
     def test_too_far_refused_with_java_remark(self) -> None:
         """Beyond timerMaxDelaySec: MESSAGE_ILLEGAL with Java's remark; nothing stored."""
         response = self.send(body_props=props(TIMER_DELAY_SEC=str(3 * 86400 + 10)))
@@ -135,6 +149,10 @@ class DisabledTests(BrokerTestCase):
         response = self.call(RequestCode.GET_TIMER_METRICS)
         self.assertEqual((response.code, response.remark),
                          (ResponseCode.SYSTEM_ERROR, "The timer message store is null"))
+        info = self.controller.runtime_info()
+        self.assertEqual({k: info[k] for k in info if k.startswith("timer")}, {
+            "timerReadBehind": "0", "timerOffsetBehind": "0", "timerCongestNum": "0", "timerEnqueueTps": "0.0",
+            "timerDequeueTps": "0.0"})
 
 
 class RemarkTests(BrokerTestCase):

@@ -133,6 +133,11 @@ class TimerMessageStore:
         self._stalled = False
         self._metrics_written = ""
         self._catch_up_until = 0
+        self._slot_num = 0
+        self.congest_num = 0
+        #: timers put into the wheel and taken out of it (for the TPS of runtime info)
+        self.enqueued = 0
+        self.dequeued = 0
         self._backlog: collections.deque[int] = collections.deque()
         self._random = random.Random()
 
@@ -187,6 +192,8 @@ class TimerMessageStore:
         # Java then steps through every slot up to now, 7 days of them on a new store. Nothing
         # new can land below the write time (a timer due before it is delivered at once), so
         # only the slots holding something now need a visit: the rest is jumped over.
+        #: Java ``getAllCongestNum``: timers in the slots from the read time on
+        self.congest_num = self.wheel.get_all_num(self.curr_read_time_ms)
         self._catch_up_until = self._format(self.now_ms())
         self._backlog = collections.deque(
             t for t in self.wheel.slot_times(self.curr_read_time_ms) if t < self._catch_up_until)
@@ -389,6 +396,8 @@ class TimerMessageStore:
             return False
         self.wheel.put_slot(delayed, pos if slot.first_pos == -1 else slot.first_pos, pos,
                             slot.num - 1 if is_delete else slot.num + 1, slot.magic)
+        self.congest_num += -1 if is_delete else 1
+        self.enqueued += 1
         self._add_metric(msg, -1 if is_delete else 1)
         return True
 
@@ -445,6 +454,7 @@ class TimerMessageStore:
                     continue
                 done += 1
                 self._chain_pos = slot.last_pos
+                self._slot_num = slot.num
                 self._normal, self._deletes, self._delete_keys, self._deliver_index = [], [], set(), 0
                 self._walked = False
             done += self._walk(budget - done)
@@ -461,6 +471,7 @@ class TimerMessageStore:
                 continue
             self._chain_pos = None
             self._normal, self._deletes = [], []
+            self.congest_num -= self._slot_num
             self._move_read_time()
         return done
 
@@ -517,6 +528,7 @@ class TimerMessageStore:
             if uniq is not None and self._delete_keys and f"{real_topic}+{uniq}" in self._delete_keys:
                 self._deliver_index += 1
                 continue
+            self.dequeued += 1
             if self._put_back(msg, req.enqueue_time, roll) is None:
                 # Java retries a failed put 3 times, 500 ms apart, then drops the message
                 self._put_failures += 1
