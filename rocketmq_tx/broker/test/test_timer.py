@@ -118,7 +118,8 @@ class TimerServiceTests(BrokerTestCase):
         info = self.controller.runtime_info()
         self.assertEqual((info["timerCongestNum"], info["timerOffsetBehind"], info["timerReadBehind"]),
                          ("2", "0", "0"))
-        self.assertAlmostEqual(float(info["timerEnqueueTps"]), 2.0, delta=0.3)  # both in the first second
+        # both in the first second (measured at the flush round, a 100 ms step late at most)
+        self.assertTrue(1.7 <= float(info["timerEnqueueTps"]) <= 2.0, info["timerEnqueueTps"])
         self.advance_to(4.5)
         info = self.controller.runtime_info()
         self.assertEqual(info["timerCongestNum"], "0")
