@@ -11,7 +11,8 @@ sent by the official Java 5.5.0 producer (``Message.setDeliverTimeMs``, ``setDel
   serialises them before it drops them; TIMER_OUT_MS, TIMER_ENQUEUE_MS, TIMER_DEQUEUE_MS);
 * on ours, pending timers survive a clean restart and a kill -9;
 * a store with pending timers written by the Java 5.5.0 broker (timerlog, timerwheel,
-  config/timercheck) is taken over by our broker, which delivers them on time;
+  config/timercheck) is taken over by our broker, which delivers them on time, once; and the
+  other way, the Java 5.5.0 broker delivers the timers pending in a store ours wrote;
 * GET_TIMER_CHECK_POINT (60) answers the 56-byte checkpoint and GET_TIMER_METRICS (61) the
   same JSON shape on both brokers, the topic's pending count back to 0 after delivery.
 
@@ -298,3 +299,30 @@ def test_java_written_timer_store_taken_over(cp5, tmp_path):
     finally:
         broker.stop()
         ns_proc.stop()
+
+
+def test_our_timer_store_taken_over_by_java(cp5, tmp_path):
+    """The other way: timers pending in a store our broker wrote are delivered on time, once, by
+    the Java 5.5.0 broker started on it (our timerlog, timerwheel and timercheck as Java reads them)."""
+    root = tmp_path / "store"
+    ns_proc, namesrv = tb.start_tx_namesrv(tmp_path)
+    broker = tb.start_tx_broker(root, namesrv, name="compat-broker",
+                                extra={"mappedFileSizeCommitLog": COMMITLOG_SIZE, **SMALL})
+    try:
+        create_topic(broker.addr, namesrv, "TimerToJava", "compat-broker")
+        base = int(time.time() * 1000)
+        specs = [f"j-a:deliver:{base + 30_000}", f"j-b:deliver:{base + 33_500}", "j-c:ms:36000"]
+        sent = produce(cp5, namesrv, "TimerToJava", specs)
+        time.sleep(2.0)  # enqueued and flushed (every timerFlushIntervalMs)
+        assert checkpoint(broker.addr)[2] == 3
+    finally:
+        broker.stop()
+        ns_proc.stop()
+    with rj.java_cluster(cp5, root, commitlog_size=COMMITLOG_SIZE, extra=SMALL) as cluster:
+        assert time.time() * 1000 < base + 29_000, "the takeover took too long for the test's timers"
+        tb.wait_topic_route(cluster.namesrv_addr, "TimerToJava", ["compat-broker"])
+        assert checkpoint(f"127.0.0.1:{cluster.port}")[2] == 3  # Java resumed from our checkpoint
+        consumer = Consumer(cp5, cluster.namesrv_addr, "TimerToJava", 3)
+        got = consumer.collect(timeout=120)
+        check_on_time(got, deliver_times(sent, specs), recv_bound=False)
+        assert all(len(v) == 1 for v in got.values()), got
