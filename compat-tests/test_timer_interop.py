@@ -101,28 +101,35 @@ class Consumer:
 
     def __init__(self, cp: str, namesrv: str, topic: str, count: int, timeout_s: int = 180) -> None:
         self.count = count
+        self.got: dict[str, list[dict]] = {}
         self.jp = jh.start_java(cp, "TimerPeer", ["consume", namesrv, topic, f"TimerCG_{topic}", str(count),
                                                   str(timeout_s)])
 
+    def _read_until(self, done, timeout: float) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while not done():
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"only {self.got} within {timeout}s: {self.jp.stderr_tail()}"
+            try:
+                line = self.jp.readline(remaining)
+            except TimeoutError:
+                continue
+            assert line is not None, f"consumer ended early with {self.got}: {self.jp.stderr_tail()}"
+            if line.startswith("{") and "recvMs" in line:
+                data = json.loads(line)
+                self.got.setdefault(data["body"], []).append(data)
+
+    def wait_for(self, body: str, timeout: float = 90.0) -> None:
+        """Until *body* arrived: the consumer is then pulling (its first rebalance is done)."""
+        self._read_until(lambda: body in self.got, timeout)
+
     def collect(self, timeout: float = 120.0) -> dict[str, list[dict]]:
         """Every delivery by body (a body seen twice is two entries) once ``count`` arrived."""
-        got: dict[str, list[dict]] = {}
-        deadline = time.monotonic() + timeout
         try:
-            while sum(len(v) for v in got.values()) < self.count:
-                remaining = deadline - time.monotonic()
-                assert remaining > 0, f"only {got} of {self.count} within {timeout}s: {self.jp.stderr_tail()}"
-                try:
-                    line = self.jp.readline(remaining)
-                except TimeoutError:
-                    continue
-                assert line is not None, f"consumer ended early with {got}: {self.jp.stderr_tail()}"
-                if line.startswith("{") and "recvMs" in line:
-                    data = json.loads(line)
-                    got.setdefault(data["body"], []).append(data)
+            self._read_until(lambda: sum(len(v) for v in self.got.values()) >= self.count, timeout)
         finally:
             self.jp.stop()
-        return got
+        return self.got
 
 
 def deliver_times(sent: dict[str, dict], specs: list[str]) -> dict[str, int]:
@@ -190,7 +197,11 @@ def test_delivered_on_time(target, cp5, tx_cluster, java_broker):
         namesrv, addr, name = java_broker.namesrv_addr, f"127.0.0.1:{java_broker.port}", "compat-broker"
     topic = f"TimerTopic_{target}"
     create_topic(addr, namesrv, topic, name)
-    consumer = Consumer(cp5, namesrv, topic, 6)
+    consumer = Consumer(cp5, namesrv, topic, 7)
+    # a message due at once first: the timers below are sent only once the consumer is pulling,
+    # so its receive times measure the broker, not the consumer's first rebalance
+    produce(cp5, namesrv, topic, [f"{target}-warm:deliver:1000"])
+    consumer.wait_for(f"{target}-warm")
     base = int(time.time() * 1000)
     specs = timer_specs(target, base)
     sent = produce(cp5, namesrv, topic, specs)
