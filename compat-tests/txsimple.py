@@ -1,0 +1,115 @@
+"""
+One simple-consumer scenario with rocketmq_tx's SimpleConsumer, as a separate process (a
+reactor runs once per process, so the pytest process stays reactor-free):
+
+    python txsimple.py twisted|blocking NAMESRV TOPIC GROUP
+
+Sends m0, m1, m2 to TOPIC (which exists) with the blocking producer, then as GROUP: receives
+all three (invisible INVISIBLE_S), acks m0, changes m1's invisible duration to CHANGED_S,
+leaves m2; receives until m1 and m2 are back (acking each), then for a quiet spell past every
+invisible time (nothing more may come). Prints one JSON line: what it saw, broker-neutral.
+The Twisted consumer runs on a reactor in a background thread (this is a test driver).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rocketmq_tx.blocking import BlockingProducer, BlockingSimpleConsumer
+from rocketmq_tx.common.message import Message, MessageConst
+from rocketmq_tx.remoting.popapi import ReceivedMessage
+
+INVISIBLE_S = 3.0
+CHANGED_S = 8.0
+AWAIT_S = 2.0
+
+
+class TwistedConsumer:
+    """The Twisted SimpleConsumer behind blocking calls."""
+
+    def __init__(self, namesrv: str, topic: str, group: str) -> None:
+        from twisted.internet import reactor
+
+        from rocketmq_tx.client import SimpleConsumer
+
+        self.reactor: Any = reactor
+        threading.Thread(target=reactor.run, kwargs={"installSignalHandlers": False}, daemon=True).start()
+        self.consumer = SimpleConsumer(group, namesrv, reactor, subscriptions={topic: "*"}, await_duration=AWAIT_S)
+        self._call(lambda: self.consumer.start())
+
+    def _call(self, make: Callable[[], Any]) -> Any:
+        from twisted.internet.threads import blockingCallFromThread
+
+        return blockingCallFromThread(self.reactor, make)
+
+    def receive(self, max_messages: int, invisible: float) -> list[ReceivedMessage]:
+        return self._call(lambda: self.consumer.receive(max_messages, invisible))
+
+    def ack(self, message: ReceivedMessage) -> None:
+        self._call(lambda: self.consumer.ack(message))
+
+    def change_invisible_duration(self, message: ReceivedMessage, duration: float) -> str:
+        return self._call(lambda: self.consumer.change_invisible_duration(message, duration))
+
+    def close(self) -> None:
+        self._call(self.consumer.stop)
+        self.reactor.callFromThread(self.reactor.stop)
+
+
+def scenario(consumer: Any, namesrv: str, topic: str) -> dict[str, Any]:
+    with BlockingProducer(f"{topic}PG", namesrv) as producer:
+        for body in (b"m0", b"m1", b"m2"):
+            producer.send(Message(topic, body))
+    outcome: dict[str, Any] = {}
+    first: dict[bytes, ReceivedMessage] = {}
+    deadline = time.monotonic() + 30
+    while len(first) < 3 and time.monotonic() < deadline:
+        for m in consumer.receive(32, INVISIBLE_S):
+            first[m.body] = m
+    outcome["first"] = sorted((m.body.decode(), m.reconsume_times, m.topic == topic) for m in first.values())
+    consumer.ack(first[b"m0"])
+    old = first[b"m1"].receipt_handle
+    new = consumer.change_invisible_duration(first[b"m1"], CHANGED_S)
+    outcome["new_handle"] = new != old and first[b"m1"].receipt_handle == new
+    again: list[tuple[str, int, bool]] = []
+    # ms from the (changed) pop to the revival, by the broker's clock: a revived message carries
+    # 1ST_POP_TIME = its checkpoint's pop time, and its store time is the revival's
+    elapsed: dict[str, int] = {}
+    deadline = time.monotonic() + 60
+    while len(again) < 2 and time.monotonic() < deadline:
+        for m in consumer.receive(32, INVISIBLE_S):
+            consumer.ack(m)
+            body = m.body.decode()
+            elapsed[body] = m.message.store_timestamp - int(m.properties[MessageConst.PROPERTY_FIRST_POP_TIME])
+            again.append((body, m.reconsume_times, m.topic == topic))
+    outcome["again"] = sorted(again)
+    late: list[str] = []
+    quiet_until = time.monotonic() + CHANGED_S
+    while time.monotonic() < quiet_until:
+        late += [m.body.decode() for m in consumer.receive(32, INVISIBLE_S)]
+    outcome["late"] = late
+    outcome["elapsed"] = elapsed
+    return outcome
+
+
+def main(argv: list[str]) -> int:
+    kind, namesrv, topic, group = argv
+    if kind == "twisted":
+        consumer: Any = TwistedConsumer(namesrv, topic, group)
+    else:
+        consumer = BlockingSimpleConsumer(group, namesrv, subscriptions={topic: "*"}, await_duration=AWAIT_S)
+        consumer.start()
+    try:
+        print(json.dumps(scenario(consumer, namesrv, topic)), flush=True)
+    finally:
+        consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
