@@ -10,7 +10,11 @@ and the Java 5.5.0 broker in the same run, one scenario (``txsimple.py``), same 
   under the original topic (from the POP retry topic);
 * the redelivered ones acked: nothing more during a quiet spell past every invisible time.
 
-The four runs (two clients x two brokers) go in parallel, each with its own topic and group.
+And FIFO (``fifo=True``, POP ``order=true``, blocking client): a queue held while its message
+is out, the next ones after the ack, redelivered in order with reconsume times 1 when not
+acked, nothing after their acks.
+
+The six runs (three x two brokers) go in parallel, each with its own topic and group.
 """
 
 from __future__ import annotations
@@ -53,10 +57,12 @@ def java_cluster(java_classpath_5, tmp_path_factory):
 def test_simple_consumer_same_on_both_brokers(tx_cluster, java_cluster):
     runs = {}
     for label, (namesrv, addr, broker_name) in (("tx", tx_cluster), ("java", java_cluster)):
-        for kind in ("twisted", "blocking"):
-            topic, group = f"Simple{label}{kind}", f"SimpleGroup{label}{kind}"
+        for kind in ("twisted", "blocking", "blocking-fifo"):
+            name = kind.replace("-", "")  # topic and group names take no '-' in this test
+            topic, group = f"Simple{label}{name}", f"SimpleGroup{label}{name}"
             with BlockingConnection(addr) as conn:
-                assert tb.create_topic(conn, topic, 2).code == ResponseCode.SUCCESS
+                queues = 1 if kind.endswith("fifo") else 2
+                assert tb.create_topic(conn, topic, queues).code == ResponseCode.SUCCESS
             tb.wait_topic_route(namesrv, topic, [broker_name])
             runs[(label, kind)] = subprocess.Popen(
                 [sys.executable, str(HERE / "txsimple.py"), kind, namesrv, topic, group], stdout=subprocess.PIPE,
@@ -68,6 +74,10 @@ def test_simple_consumer_same_on_both_brokers(tx_cluster, java_cluster):
         outcomes[key] = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
     expected = {"first": [["m0", 0, True], ["m1", 0, True], ["m2", 0, True]], "new_handle": True,
                 "again": [["m1", 1, True], ["m2", 1, True]], "late": []}
+    fifo = {"first": [["f0", 0]], "held": [], "next": [["f1", 0], ["f2", 0]], "again": [["f1", 1], ["f2", 1]],
+            "after": []}
+    for label in ("tx", "java"):
+        assert outcomes.pop((label, "blocking-fifo")) == fifo, outcomes
     for key, outcome in outcomes.items():
         elapsed = outcome.pop("elapsed")
         assert outcome == expected, (key, outcome, outcomes)

@@ -2,13 +2,17 @@
 One simple-consumer scenario with rocketmq_tx's SimpleConsumer, as a separate process (a
 reactor runs once per process, so the pytest process stays reactor-free):
 
-    python txsimple.py twisted|blocking NAMESRV TOPIC GROUP
+    python txsimple.py twisted|blocking|blocking-fifo NAMESRV TOPIC GROUP
 
 Sends m0, m1, m2 to TOPIC (which exists) with the blocking producer, then as GROUP: receives
 all three (invisible INVISIBLE_S), acks m0, changes m1's invisible duration to CHANGED_S,
 leaves m2; receives until m1 and m2 are back (acking each), then for a quiet spell past every
 invisible time (nothing more may come). Prints one JSON line: what it saw, broker-neutral.
 The Twisted consumer runs on a reactor in a background thread (this is a test driver).
+
+``blocking-fifo``: the FIFO scenario (``fifo=True``, TOPIC with one queue): f0 received alone,
+the queue held while it is out, acked; f1 and f2 received, not acked: received again in order
+after the invisible duration, reconsume times 1; acked: nothing more.
 """
 
 from __future__ import annotations
@@ -97,10 +101,44 @@ def scenario(consumer: Any, namesrv: str, topic: str) -> dict[str, Any]:
     return outcome
 
 
+def fifo_scenario(consumer: Any, namesrv: str, topic: str) -> dict[str, Any]:
+    with BlockingProducer(f"{topic}PG", namesrv) as producer:
+        for body in (b"f0", b"f1", b"f2"):
+            producer.send(Message(topic, body))
+
+    def bodies(got: list[ReceivedMessage]) -> list[tuple[str, int]]:
+        return [(m.body.decode(), m.reconsume_times) for m in got]
+
+    outcome: dict[str, Any] = {}
+    first: list[ReceivedMessage] = []
+    deadline = time.monotonic() + 30
+    while not first and time.monotonic() < deadline:
+        first = consumer.receive(1, INVISIBLE_S)
+    outcome["first"] = bodies(first)
+    outcome["held"] = bodies(consumer.receive(32, INVISIBLE_S))
+    consumer.ack(first[0])
+    outcome["next"] = bodies(consumer.receive(32, INVISIBLE_S))
+    again: list[ReceivedMessage] = []
+    deadline = time.monotonic() + 30
+    while not again and time.monotonic() < deadline:
+        again = consumer.receive(32, INVISIBLE_S)
+    outcome["again"] = bodies(again)
+    for m in again:
+        consumer.ack(m)
+    outcome["after"] = bodies(consumer.receive(32, INVISIBLE_S))
+    return outcome
+
+
 def main(argv: list[str]) -> int:
     kind, namesrv, topic, group = argv
+    if kind == "blocking-fifo":
+        consumer: Any = BlockingSimpleConsumer(group, namesrv, subscriptions={topic: "*"}, await_duration=AWAIT_S,
+                                               fifo=True)
+        with consumer:
+            print(json.dumps(fifo_scenario(consumer, namesrv, topic)), flush=True)
+        return 0
     if kind == "twisted":
-        consumer: Any = TwistedConsumer(namesrv, topic, group)
+        consumer = TwistedConsumer(namesrv, topic, group)
     else:
         consumer = BlockingSimpleConsumer(group, namesrv, subscriptions={topic: "*"}, await_duration=AWAIT_S)
         consumer.start()

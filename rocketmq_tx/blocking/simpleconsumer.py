@@ -41,21 +41,23 @@ class BlockingSimpleConsumer(SimpleConsumerBase):
     :param namesrv_addr: ``"a:9876;b:9876"``.
     :param subscriptions: ``{topic: tag expression or MessageSelector}``.
     :param await_duration: seconds a receive waits at the broker while there is nothing (30).
+    :param fifo: FIFO receive (POP ``order=true``), see
+        :class:`~rocketmq_tx.remoting.popapi.SimpleConsumerBase`.
     :param timeout: seconds per request other than a long-polling receive.
     :param access_key: ACL 1.0: sign every request with this AccessKey and *secret_key*
         (and *security_token*), or with one ``credentials``.
     """
 
     def __init__(self, group: str, namesrv_addr: str, *, subscriptions: Mapping[str, str | MessageSelector],
-                 await_duration: float = 30.0, init_mode: int = CONSUME_INIT_MODE_MAX, timeout: float = 3.0,
-                 client_id: str | None = None, tls: TlsSettings | None = None, access_key: str | None = None,
-                 secret_key: str | None = None, security_token: str | None = None,
+                 await_duration: float = 30.0, init_mode: int = CONSUME_INIT_MODE_MAX, fifo: bool = False,
+                 timeout: float = 3.0, client_id: str | None = None, tls: TlsSettings | None = None,
+                 access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
                  credentials: SessionCredentials | None = None) -> None:
         self.client = BlockingMQClient.create(namesrv_addr, timeout=timeout, client_id=client_id, tls=tls,
                                               access_key=access_key, secret_key=secret_key,
                                               security_token=security_token, credentials=credentials)
         super().__init__(group, self.client.route_table, subscriptions, await_duration=await_duration,
-                         init_mode=init_mode)
+                         init_mode=init_mode, fifo=fifo)
         self.running = False
         self._last_heartbeat: float | None = None
 

@@ -38,16 +38,19 @@ class SimpleConsumer(InstanceUser, SimpleConsumerBase):
     :param reactor: the reactor (default: the global one).
     :param subscriptions: ``{topic: tag expression or MessageSelector}``.
     :param await_duration: seconds a receive waits at the broker while there is nothing (30).
+    :param fifo: FIFO receive (POP ``order=true``), see
+        :class:`~rocketmq_tx.remoting.popapi.SimpleConsumerBase`.
     :param client: ``instance``, ``tls``, ``timeout`` and the ACL 1.0 credentials: see
         :class:`~rocketmq_tx.client.consumer.InstanceOptions`.
     """
 
     def __init__(self, group: str, namesrv_addr: str = "", reactor: Any = None, *,
                  subscriptions: Mapping[str, str | MessageSelector], await_duration: float = 30.0,
-                 init_mode: int = CONSUME_INIT_MODE_MAX, **client: Unpack[InstanceOptions]) -> None:
+                 init_mode: int = CONSUME_INIT_MODE_MAX, fifo: bool = False,
+                 **client: Unpack[InstanceOptions]) -> None:
         InstanceUser.__init__(self, namesrv_addr, reactor, **client)
         SimpleConsumerBase.__init__(self, group, self.instance.route_table, subscriptions,
-                                    await_duration=await_duration, init_mode=init_mode,
+                                    await_duration=await_duration, init_mode=init_mode, fifo=fifo,
                                     now_ms=lambda: int(self.reactor.seconds() * 1000))
         self.running = False
 

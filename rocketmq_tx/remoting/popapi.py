@@ -323,13 +323,17 @@ class SimpleConsumerBase:
     :param subscriptions: ``{topic: tag expression or MessageSelector}``.
     :param await_duration: seconds a receive waits at the broker while nothing is there
         (long polling; 0: answer at once).
+    :param fifo: POP with ``order=true`` (what the proxy does for a group with
+        ``consumeMessageOrderly``): a queue gives nothing more while messages it handed out are
+        neither acked nor visible again, and those come again in order, their deliveries
+        counted (``orderCountInfo``) as reconsume times.
     :param init_mode: where a group without an offset starts (:data:`CONSUME_INIT_MODE_MAX`,
         the proxy's choice: the end of the queue, or its start while the queue's first
         message is still in memory, as a 5.x broker decides).
     """
 
     def __init__(self, group: str, routes: RouteTable, subscriptions: Mapping[str, str | MessageSelector], *,
-                 await_duration: float = 30.0, init_mode: int = CONSUME_INIT_MODE_MAX,
+                 await_duration: float = 30.0, init_mode: int = CONSUME_INIT_MODE_MAX, fifo: bool = False,
                  now_ms: Callable[[], int] = _now_ms) -> None:
         if not subscriptions:
             raise MQClientError("a simple consumer needs at least one subscription")
@@ -337,6 +341,7 @@ class SimpleConsumerBase:
         self.routes = routes
         self.await_duration = await_duration
         self.init_mode = init_mode
+        self.fifo = fifo
         self.now_ms = now_ms
         self.subscriptions: dict[str, SubscriptionData] = {}
         for topic, expression in subscriptions.items():
@@ -383,9 +388,9 @@ class SimpleConsumerBase:
         poll_ms = int(wait * 1000)
         request = pop_request(self.group, topic, broker_name, subscription, max_nums=max_messages,
                               invisible_ms=invisible_ms, poll_ms=poll_ms, init_mode=self.init_mode,
-                              born_ms=self.now_ms())
+                              order=self.fifo, born_ms=self.now_ms())
         response = yield Call(addr, request, timeout=wait + POLL_TIMEOUT_MARGIN if poll_ms > 0 else None)
-        result = parse_pop_response(response, broker_name, self.group, subscription)
+        result = parse_pop_response(response, broker_name, self.group, subscription, order=self.fifo)
         if result.filtered:
             answers = yield [Call(addr, ack_request(self.group, topic, m.receipt_handle)) for m in result.filtered]
             for answer in answers:

@@ -167,6 +167,28 @@ class SimpleConsumerTests(SynchronousTestCase):
         self.assertIn(b'"consumeType":"CONSUME_ACTIVELY"', heartbeats[-1].body)
         self.assertIn(b'"subString":"TagA"', heartbeats[-1].body)
 
+    def test_fifo(self) -> None:
+        """order=true: a queue held while its messages are out, acks move it on, redelivery in order, counted."""
+        fifo = SimpleConsumer("FifoGroup", instance=self.instance, subscriptions={TOPIC: "*"}, await_duration=2.0,
+                              fifo=True)
+        fifo.start()
+        self.consumer = fifo
+        for body in (b"a", b"b", b"c"):
+            self.send(body)
+        (a,) = self.receive(max_messages=1)
+        self.assertEqual((a.body, a.reconsume_times), (b"a", 0))
+        self.assertEqual(self.pops()[-1].ext_fields["order"], "true")
+        self.assertEqual(self.receive(), [])  # the queue is held while "a" is out
+        self.result(fifo.ack(a))
+        got = self.receive(max_messages=2)
+        self.assertEqual([m.body for m in got], [b"b", b"c"])
+        waited, again = self.receive_until(20)  # not acked: the same two, in order, counted
+        self.assertGreaterEqual(waited, 5 - 0.5)
+        self.assertEqual([(m.body, m.reconsume_times) for m in again], [(b"b", 1), (b"c", 1)])
+        for m in again:
+            self.result(fifo.ack(m))
+        self.assertEqual(self.receive(), [])
+
     def test_validation(self) -> None:
         for d in (self.consumer.receive(33, 5), self.consumer.receive(0, 5), self.consumer.receive(1, 0)):
             self.cluster.settle()
