@@ -8,7 +8,8 @@ and the Java 5.5.0 broker in the same run, one scenario (``txsimple.py``), same 
   earlier than 8 s after the change, reconsume times 1;
 * the third left alone: delivered again after the 3 s invisible duration, reconsume times 1,
   under the original topic (from the POP retry topic);
-* the redelivered ones acked: nothing more during a quiet spell past every invisible time.
+* the redelivered ones acked (the Twisted consumer with ``ack_batch``, BATCH_ACK_MESSAGE):
+  nothing more during a quiet spell past every invisible time.
 
 And FIFO (``fifo=True``, POP ``order=true``, blocking client): a queue held while its message
 is out, the next ones after the ack, redelivered in order with reconsume times 1 when not

@@ -6,7 +6,8 @@ reactor runs once per process, so the pytest process stays reactor-free):
 
 Sends m0, m1, m2 to TOPIC (which exists) with the blocking producer, then as GROUP: receives
 all three (invisible INVISIBLE_S), acks m0, changes m1's invisible duration to CHANGED_S,
-leaves m2; receives until m1 and m2 are back (acking each), then for a quiet spell past every
+leaves m2; receives until m1 and m2 are back (acking each: the Twisted consumer with
+BATCH_ACK_MESSAGE), then for a quiet spell past every
 invisible time (nothing more may come). Prints one JSON line: what it saw, broker-neutral.
 The Twisted consumer runs on a reactor in a background thread (this is a test driver).
 
@@ -57,6 +58,9 @@ class TwistedConsumer:
     def ack(self, message: ReceivedMessage) -> None:
         self._call(lambda: self.consumer.ack(message))
 
+    def ack_batch(self, messages: list[ReceivedMessage]) -> None:
+        self._call(lambda: self.consumer.ack_batch(messages))
+
     def change_invisible_duration(self, message: ReceivedMessage, duration: float) -> str:
         return self._call(lambda: self.consumer.change_invisible_duration(message, duration))
 
@@ -65,7 +69,7 @@ class TwistedConsumer:
         self.reactor.callFromThread(self.reactor.stop)
 
 
-def scenario(consumer: Any, namesrv: str, topic: str) -> dict[str, Any]:
+def scenario(consumer: Any, namesrv: str, topic: str, batch: bool) -> dict[str, Any]:
     with BlockingProducer(f"{topic}PG", namesrv) as producer:
         for body in (b"m0", b"m1", b"m2"):
             producer.send(Message(topic, body))
@@ -86,8 +90,12 @@ def scenario(consumer: Any, namesrv: str, topic: str) -> dict[str, Any]:
     elapsed: dict[str, int] = {}
     deadline = time.monotonic() + 60
     while len(again) < 2 and time.monotonic() < deadline:
-        for m in consumer.receive(32, INVISIBLE_S):
-            consumer.ack(m)
+        got = consumer.receive(32, INVISIBLE_S)
+        if batch and got:
+            consumer.ack_batch(got)
+        for m in got:
+            if not batch:
+                consumer.ack(m)
             body = m.body.decode()
             elapsed[body] = m.message.store_timestamp - int(m.properties[MessageConst.PROPERTY_FIRST_POP_TIME])
             again.append((body, m.reconsume_times, m.topic == topic))
@@ -143,7 +151,7 @@ def main(argv: list[str]) -> int:
         consumer = BlockingSimpleConsumer(group, namesrv, subscriptions={topic: "*"}, await_duration=AWAIT_S)
         consumer.start()
     try:
-        print(json.dumps(scenario(consumer, namesrv, topic)), flush=True)
+        print(json.dumps(scenario(consumer, namesrv, topic, batch=kind == "twisted")), flush=True)
     finally:
         consumer.close()
     return 0

@@ -52,10 +52,12 @@ from rocketmq_tx.remoting.headers.pop import (
     PopMessageResponseHeader,
 )
 from rocketmq_tx.remoting.plans import Call, Plan, Warn
+from rocketmq_tx.remoting.popbodies import MAX_BATCH_ACK_BITS, BatchAck, BatchAckMessageRequestBody
 from rocketmq_tx.remoting.sendapi import route
 
 __all__ = ["CONSUME_INIT_MODE_MIN", "CONSUME_INIT_MODE_MAX", "MAX_RECEIVE_MESSAGES", "ReceivedMessage",
-           "PopResult", "pop_request", "parse_pop_response", "ack_request", "change_invisible_time_request",
+           "PopResult", "pop_request", "parse_pop_response", "ack_request", "batch_ack_request",
+           "change_invisible_time_request",
            "SimpleConsumerBase"]
 
 #: Java ``ConsumeInitMode``: where a group without an offset starts popping a queue.
@@ -63,6 +65,8 @@ CONSUME_INIT_MODE_MIN = 0
 CONSUME_INIT_MODE_MAX = 1
 #: Java's bound of ``popBatchNums`` (and of the proxy's receive batch).
 MAX_RECEIVE_MESSAGES = 32
+#: bits of one ``BatchAck`` (offsets from the checkpoint start) a broker takes
+MAX_BATCH_ACK_BIT = MAX_BATCH_ACK_BITS
 #: Java's ``popAsync`` gives a long-polling POP its poll time plus this, in seconds.
 POLL_TIMEOUT_MARGIN = 10.0
 
@@ -276,6 +280,36 @@ def ack_request(group: str, topic: str, receipt_handle: str) -> RemotingCommand:
     return RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext_fields())
 
 
+def batch_ack_request(group: str, acked: list[tuple[str, str]]) -> RemotingCommand:
+    """
+    BATCH_ACK_MESSAGE (200151) of *acked* ``(topic, receipt handle)`` pairs of one broker, as
+    ``batchAckMessageAsync`` builds its body: one ``BatchAck`` per (topic, retry flag, queue,
+    checkpoint start, pop time), a bit per message at its offset from the checkpoint start.
+
+    :raises MQClientError: a malformed handle, handles of several brokers, or a message too
+        far from its checkpoint start for a batch ack.
+    """
+    merged: dict[tuple[str, str, int, int, int], BatchAck] = {}
+    broker_name: str | None = None
+    for topic, receipt_handle in acked:
+        info = _handle(receipt_handle)
+        assert info.queue_offset is not None
+        if broker_name not in (None, info.broker_name):
+            raise MQClientError("a batch ack goes to one broker")
+        broker_name = info.broker_name
+        bit = info.queue_offset - info.ck_queue_offset
+        if not 0 <= bit < MAX_BATCH_ACK_BIT:
+            raise MQClientError(f"receipt handle {receipt_handle!r} out of a batch ack's reach")
+        key = (topic, info.retry, info.queue_id, info.ck_queue_offset, info.pop_time)
+        ack = merged.get(key)
+        if ack is None:
+            ack = merged[key] = BatchAck(group, topic, info.retry, info.ck_queue_offset, info.queue_id,
+                                         info.revive_qid, info.pop_time, info.invisible_time, 0)
+        ack.bit_set |= 1 << bit
+    body = BatchAckMessageRequestBody(broker_name, list(merged.values()))
+    return RemotingCommand.request(RequestCode.BATCH_ACK_MESSAGE, None, body.encode())
+
+
 def change_invisible_time_request(group: str, topic: str, receipt_handle: str, invisible_ms: int) -> RemotingCommand:
     """CHANGE_MESSAGE_INVISIBLETIME (200053): invisible *invisible_ms* from now on."""
     if invisible_ms <= 0:
@@ -404,6 +438,24 @@ class SimpleConsumerBase:
         addr = yield from self._broker(message)
         check_response((yield Call(addr, request)))
 
+    def ack_batch_plan(self, messages: list[ReceivedMessage]) -> Plan[None]:
+        """One BATCH_ACK_MESSAGE per broker the handles name, sent together."""
+        by_broker: dict[str, list[ReceivedMessage]] = {}
+        for m in messages:
+            by_broker.setdefault(_handle(m.receipt_handle).broker_name, []).append(m)
+        calls = []
+        for broker_name in sorted(by_broker):
+            group = by_broker[broker_name]
+            request = batch_ack_request(self.group, [(m.topic, m.receipt_handle) for m in group])
+            calls.append(Call((yield from self._broker(group[0])), request))
+        if not calls:
+            return
+        answers = yield calls
+        for answer in answers:
+            if not isinstance(answer, RemotingCommand):
+                raise answer
+            check_response(answer)
+
     def change_invisible_duration_plan(self, message: ReceivedMessage, invisible_duration: float) -> Plan[str]:
         """CHANGE_MESSAGE_INVISIBLETIME; *message* gets (and the plan returns) the new receipt handle."""
         request = change_invisible_time_request(self.group, message.topic, message.receipt_handle,
@@ -443,6 +495,14 @@ class SimpleConsumerBase:
             its invisible time passed and the message was received again).
         """
         return self._run(self.ack_plan(message))
+
+    def ack_batch(self, messages: list[ReceivedMessage]) -> Any:
+        """
+        Ack several messages at once: one BATCH_ACK_MESSAGE (200151, a 5.x broker) per broker.
+
+        :raises MQBrokerError: a broker refused its batch (the others may have been acked).
+        """
+        return self._run(self.ack_batch_plan(list(messages)))
 
     def change_invisible_duration(self, message: ReceivedMessage, invisible_duration: float) -> Any:
         """

@@ -16,6 +16,8 @@ from rocketmq_tx.remoting import MQBrokerError, RemotingCommand, RequestCode, Re
 from rocketmq_tx.remoting.api import MQClientError
 from rocketmq_tx.remoting.extrainfo import build_extra_info, build_msg_offset_info, build_start_offset_info
 from rocketmq_tx.remoting.headers.pop import ChangeInvisibleTimeResponseHeader, PopMessageResponseHeader
+from rocketmq_tx.remoting.popapi import ReceivedMessage
+from rocketmq_tx.remoting.popbodies import BatchAckMessageRequestBody
 from rocketmq_tx.testing.fakebroker import ThreadedFakeServer
 
 TOPIC, GROUP = "T", "G"
@@ -99,6 +101,27 @@ class BlockingSimpleConsumerTests(SynchronousTestCase):
         self.assertEqual((consumer["groupName"], consumer["consumeType"], consumer["messageModel"]),
                          (GROUP, "CONSUME_ACTIVELY", "CLUSTERING"))
         self.assertTrue(self.cluster.requests(RequestCode.UNREGISTER_CLIENT))
+
+    def test_ack_batch_one_request_per_broker(self) -> None:
+        handles = [f"5 {POP_TIME} 4000 2 0 broker-a 1 5", f"5 {POP_TIME} 4000 2 0 broker-a 1 7",
+                   f"3 {POP_TIME} 4000 2 1 broker-a 0 3", f"9 {POP_TIME} 4000 2 0 broker-b 1 9"]
+        messages = [ReceivedMessage(MessageExt(TOPIC, b"x"), h, GROUP) for h in handles]
+        self.cluster.script(RequestCode.BATCH_ACK_MESSAGE, ResponseCode.SUCCESS, ResponseCode.SUCCESS)
+        with self.consumer:
+            self.consumer.ack_batch(messages)
+        sent = {a: BatchAckMessageRequestBody.decode(r.body) for a, r in
+                self.cluster.requests(RequestCode.BATCH_ACK_MESSAGE)}
+        a, b = sent[self.cluster.brokers["broker-a"]], sent[self.cluster.brokers["broker-b"]]
+        self.assertEqual(a.broker_name, "broker-a")
+        # Java's batchAckMessageAsync: one BatchAck per (retry, queue, checkpoint start, pop time)
+        self.assertEqual(sorted((x.topic, x.retry, x.queue_id, x.start_offset, x.revive_queue_id, x.pop_time,
+                                 x.invisible_time, x.consumer_group, x.offsets()) for x in a.acks),
+                         [(TOPIC, "0", 1, 5, 2, POP_TIME, 4000, GROUP, [5, 7]),
+                          (TOPIC, "1", 0, 3, 2, POP_TIME, 4000, GROUP, [3])])
+        self.assertEqual([(x.queue_id, x.offsets()) for x in b.acks], [(1, [9])])
+        self.cluster.script(RequestCode.BATCH_ACK_MESSAGE, ResponseCode.SYSTEM_ERROR)
+        with self.consumer, self.assertRaises(MQBrokerError):
+            self.consumer.ack_batch(messages[:1])
 
     def test_refusals(self) -> None:
         self.cluster.script(RequestCode.POP_MESSAGE, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)

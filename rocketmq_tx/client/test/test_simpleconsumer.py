@@ -22,6 +22,7 @@ from rocketmq_tx.common.route import TopicConfig
 from rocketmq_tx.remoting import RequestCode
 from rocketmq_tx.remoting.extrainfo import parse_extra_info
 from rocketmq_tx.remoting.popapi import ReceivedMessage
+from rocketmq_tx.remoting.popbodies import BatchAckMessageRequestBody
 
 TOPIC = "SimpleTopic"
 GROUP = "SimpleGroup"
@@ -188,6 +189,18 @@ class SimpleConsumerTests(SynchronousTestCase):
         for m in again:
             self.result(fifo.ack(m))
         self.assertEqual(self.receive(), [])
+
+    def test_ack_batch(self) -> None:
+        """One BATCH_ACK_MESSAGE for the messages of both queues; none comes back."""
+        for i in range(4):
+            self.send(b"m%d" % i, i % 2)
+        got = self.receive(invisible=3)
+        self.assertEqual(len(got), 4)
+        self.assertIsNone(self.result(self.consumer.ack_batch(got)))
+        (batch,) = [r for _, r, _ in self.requests if r.code == RequestCode.BATCH_ACK_MESSAGE]
+        body = BatchAckMessageRequestBody.decode(batch.body)
+        self.assertEqual(sorted((a.queue_id, a.offsets()) for a in body.acks), [(0, [0, 1]), (1, [0, 1])])
+        self.assertEqual(self.receive_until(8)[1], [])  # past the invisible time: nothing comes back
 
     def test_validation(self) -> None:
         for d in (self.consumer.receive(33, 5), self.consumer.receive(0, 5), self.consumer.receive(1, 0)):
