@@ -123,6 +123,20 @@ class BlockingSimpleConsumerTests(SynchronousTestCase):
         with self.consumer, self.assertRaises(MQBrokerError):
             self.consumer.ack_batch(messages[:1])
 
+    def test_acl_signed(self) -> None:
+        """ACL 1.0: every request of the consumer carries the AccessKey and a signature."""
+        consumer = BlockingSimpleConsumer(GROUP, self.server.namesrv_addr, subscriptions={TOPIC: "*"},
+                                          await_duration=0, access_key="ak", secret_key="sk-secret")
+        self.cluster.script(RequestCode.POP_MESSAGE, ResponseCode.POLLING_TIMEOUT)
+        with consumer:
+            self.assertEqual(consumer.receive(1, 5), [])
+        for code in (RequestCode.POP_MESSAGE, RequestCode.HEART_BEAT, RequestCode.GET_ROUTEINFO_BY_TOPIC):
+            requests = self.cluster.requests(code)
+            self.assertTrue(requests, code)
+            for _, request in requests:
+                self.assertEqual(request.ext_fields["AccessKey"], "ak")
+                self.assertTrue(request.ext_fields["Signature"])
+
     def test_refusals(self) -> None:
         self.cluster.script(RequestCode.POP_MESSAGE, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
         with self.assertRaises(MQClientError):
