@@ -6,7 +6,8 @@ The remoting codec over plain blocking sockets, for places where no reactor can 
 from rocketmq_tx.blocking.admin import BlockingAdmin
 from rocketmq_tx.blocking.client import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.blocking.connection import BlockingConnection, BlockingRemotingClient
+from rocketmq_tx.blocking.simpleconsumer import BlockingSimpleConsumer
 from rocketmq_tx.blocking.transaction import BlockingTransactionProducer
 
 __all__ = ["BlockingAdmin", "BlockingConnection", "BlockingMQClient", "BlockingProducer", "BlockingPullClient",
-           "BlockingRemotingClient", "BlockingTransactionProducer"]
+           "BlockingRemotingClient", "BlockingSimpleConsumer", "BlockingTransactionProducer"]

@@ -1,7 +1,7 @@
 """
 The RocketMQ client on Twisted: a client instance shared per process (routes, heartbeats,
-name-server fail-over), a :class:`Producer`, a :class:`LitePullConsumer`, a :class:`PushConsumer`
-and the admin API, :class:`MQAdmin`.
+name-server fail-over), a :class:`Producer`, a :class:`LitePullConsumer`, a :class:`PushConsumer`,
+a :class:`SimpleConsumer` (POP) and the admin API, :class:`MQAdmin`.
 
 The requests and responses are those of :mod:`rocketmq_tx.remoting.api`, which the
 blocking client in :mod:`rocketmq_tx.blocking` uses as well.
@@ -17,6 +17,7 @@ from rocketmq_tx.client.litepull import (
 )
 from rocketmq_tx.client.producer import Producer
 from rocketmq_tx.client.push import ConsumeStatus, PushConsumer
+from rocketmq_tx.client.simpleconsumer import SimpleConsumer
 from rocketmq_tx.client.transaction import TransactionProducer
 from rocketmq_tx.common.message import Message, MessageExt, MessageQueue
 from rocketmq_tx.remoting.api import MQClientError, PullResult, PullStatus, SendResult, SendStatus
@@ -43,6 +44,7 @@ __all__ = [
     "PushConsumer",
     "SendResult",
     "SendStatus",
+    "SimpleConsumer",
     "TransactionProducer",
     "TransactionSendResult",
 ]
