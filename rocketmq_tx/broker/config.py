@@ -158,6 +158,9 @@ osPageCacheBusyTimeOutMills transientStorePoolEnable transientStorePoolSize fast
 enableDLegerCommitLog dLegerGroup dLegerPeers dLegerSelfId preferredLeaderId isEnableBatchPush
 enableScheduleMessageStats enableLmq enableMultiDispatch maxLmqConsumeQueueNum enableScheduleAsyncDeliver
 scheduleAsyncDeliverMaxPendingLimit scheduleAsyncDeliverMaxResendNum2Blocked
+timerGetMessageThreadNum timerPutMessageThreadNum timerEnableDisruptor timerEnableCheckMetrics
+timerInterceptDelayLevel timerCheckMetricsWhen timerSkipUnknownError timerWarmEnable timerEnableRetryUntilSuccess
+timerMetricSmallThreshold timerProgressLogIntervalMs timerColdDataCheckIntervalMs
 """.split())
 
 _STORE_FIELDS = {f.name: f for f in dataclasses.fields(MessageStoreConfig)}
@@ -258,6 +261,12 @@ def _check_store(props: Mapping[str, str]) -> None:
     for name in ("mapped_file_size_commit_log", "mapped_file_size_consume_queue", "max_message_size"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(f"{_java_key(name)}: must be positive")
+    if cfg.timer_flush_interval_ms <= 0:
+        raise ConfigError("timerFlushIntervalMs: must be positive")
+    if cfg.mapped_file_size_timer_log < 52 + 16:
+        raise ConfigError("mappedFileSizeTimerLog: must hold a 52-byte unit and a 16-byte blank")
+    if cfg.timer_max_delay_sec <= 0:
+        raise ConfigError("timerMaxDelaySec: must be positive")
     if not 0 < cfg.disk_max_used_space_ratio <= 100:
         raise ConfigError("diskMaxUsedSpaceRatio: must be within 1..100")
     try:

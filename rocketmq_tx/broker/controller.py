@@ -26,6 +26,7 @@ from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
 from rocketmq_tx.broker.schedule import ScheduleMessageService
 from rocketmq_tx.broker.stats import BrokerStats
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
+from rocketmq_tx.broker.timer import DISABLED_RUNTIME_INFO, TimerMessageService, timer_disabled_hook
 from rocketmq_tx.broker.topicconfig import OFFSET_MOVED_EVENT, TopicConfigManager
 from rocketmq_tx.broker.topicrouteinfo import TopicRouteInfoManager
 from rocketmq_tx.broker.transaction import (
@@ -92,6 +93,13 @@ class BrokerController:
         self.schedule_message_service = ScheduleMessageService(
             store, os.path.join(config_dir, "delayOffset.json"), self.now_ms)
         self.stats = BrokerStats(self.now_ms)
+        #: 5.x timer messages (Java creates its TimerMessageStore only with timerWheelEnable;
+        #: without it the put hook still refuses timer messages, as Java's does)
+        self.timer_message_service: TimerMessageService | None = None
+        if self.store_config.timer_wheel_enable:
+            self.timer_message_service = TimerMessageService(store, reactor)
+        else:
+            store.timer_hook = timer_disabled_hook
         #: ACL 1.0 rules (``aclEnable``), loaded by :meth:`load`; ``None`` with ACL off.
         self.acl: PlainPermissionManager | None = None
         if settings["aclEnable"]:
@@ -161,6 +169,9 @@ class BrokerController:
         if not self.store.load():
             log.error("the message store at {dir} cannot be loaded", dir=self.store_config.store_path_root_dir)
             return False
+        if self.timer_message_service is not None and not self.timer_message_service.load():
+            log.error("the timer store under {dir} cannot be loaded", dir=self.store_config.store_path_root_dir)
+            return False
         if not self.schedule_message_service.load():
             return False
         self.pop_service.load()
@@ -177,6 +188,8 @@ class BrokerController:
         self.persister.mark_dirty("delayOffset")
         # Everything still dirty, here and now: a clean stop loses nothing acknowledged.
         self.persister.flush_sync(stop=True)
+        if self.timer_message_service is not None:
+            self.timer_message_service.shutdown()
         self.store.shutdown()
 
     # ------------------------------------------------------------------ name servers
@@ -382,6 +395,8 @@ class BrokerController:
             "remainHowManyDataToFlush": str(max(0, data["commitLogMaxOffset"] - data["flushedWhere"])),
         }
         info.update(self.schedule_message_service.runtime_info())
+        timer = self.timer_message_service
+        info.update(timer.runtime_info() if timer is not None else DISABLED_RUNTIME_INFO)
         return info
 
 

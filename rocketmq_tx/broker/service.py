@@ -111,6 +111,8 @@ class BrokerService(service.MultiService):
         _timer(settings["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets, reactor, self, now=False)
         _timer(0.1, self._deliver_delayed, reactor, self)
         _timer(0.1, self._pop_tick, reactor, self)
+        if c.timer_message_service is not None:
+            c.timer_message_service.setServiceParent(self)
         _timer(10.0, lambda: c.persister.mark_dirty("delayOffset"), reactor, self, now=False)
         _timer(10.0, self._scan_channels, reactor, self, now=False)
         _timer(c.store_config.clean_resource_interval / 1000.0, self._clean, reactor, self, now=False)

@@ -261,6 +261,36 @@ class Message:
         self.properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(level)
 
     @property
+    def deliver_time_ms(self) -> int:
+        """
+        The 5.x timer delivery time, ms since the epoch (``TIMER_DELIVER_MS``, Java
+        ``setDeliverTimeMs``), 0 if absent. A 5.x broker holds the message until then.
+        """
+        return _long_property(self.properties, MessageConst.PROPERTY_TIMER_DELIVER_MS)
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, value: int) -> None:
+        self.properties[MessageConst.PROPERTY_TIMER_DELIVER_MS] = str(int(value))
+
+    @property
+    def delay_time_sec(self) -> int:
+        """The 5.x timer delay in seconds from the send (``TIMER_DELAY_SEC``), 0 if absent."""
+        return _long_property(self.properties, MessageConst.PROPERTY_TIMER_DELAY_SEC)
+
+    @delay_time_sec.setter
+    def delay_time_sec(self, value: int) -> None:
+        self.properties[MessageConst.PROPERTY_TIMER_DELAY_SEC] = str(int(value))
+
+    @property
+    def delay_time_ms(self) -> int:
+        """The 5.x timer delay in ms from the send (``TIMER_DELAY_MS``), 0 if absent."""
+        return _long_property(self.properties, MessageConst.PROPERTY_TIMER_DELAY_MS)
+
+    @delay_time_ms.setter
+    def delay_time_ms(self, value: int) -> None:
+        self.properties[MessageConst.PROPERTY_TIMER_DELAY_MS] = str(int(value))
+
+    @property
     def unique_key(self) -> str | None:
         """
         The client-generated ``UNIQ_KEY``, or ``None``.
@@ -287,6 +317,11 @@ class Message:
             self.properties.pop(name, None)
         else:
             self.properties[name] = value
+
+
+def _long_property(properties: Mapping[str, str], name: str) -> int:
+    value = properties.get(name)
+    return int(value) if value else 0
 
 
 _UNSET_HOST: HostPort = ("0.0.0.0", 0)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from rocketmq_tx.store.commitlog import RMQ_SYS_SCHEDULE_TOPIC
+from rocketmq_tx.store.timer.hook import TIMER_TOPIC
 
 if TYPE_CHECKING:
     from rocketmq_tx.store.store import DefaultMessageStore
@@ -123,7 +124,8 @@ class CleanService:
         for topic in list(store.consume_queue_table):
             if only is not None and topic != only:
                 continue
-            if topic in keep or topic in (RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC):
+            # the timer topic too: Java keeps it in its topic table, ours has no entry for it
+            if topic in keep or topic in (RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, TIMER_TOPIC):
                 continue
             if only is None and topic.startswith(LMQ_PREFIX):
                 continue

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FlushDiskType", "BrokerRole", "MessageStoreConfig", "parse_delay_levels"]
+__all__ = ["FlushDiskType", "BrokerRole", "MessageStoreConfig", "parse_delay_levels", "normalise_timer_precision"]
 
 
 class FlushDiskType(enum.Enum):
@@ -43,6 +43,15 @@ def parse_delay_levels(text: str) -> dict[int, int]:
             raise ValueError(f"bad messageDelayLevel item {item!r}")
         levels[i + 1] = int(m.group(1)) * _UNITS[m.group(2)]
     return levels
+
+
+def normalise_timer_precision(value: int) -> int:
+    """Java ``setTimerPrecisionMs``: the largest of 100, 200, 500, 1000 not above *value* (100 below it)."""
+    candidates = (100, 200, 500, 1000)
+    for lower, upper in zip(candidates, candidates[1:], strict=False):
+        if value < upper:
+            return lower
+    return candidates[-1]
 
 
 def _snake(name: str) -> str:
@@ -103,10 +112,25 @@ class MessageStoreConfig:
     #: (found in the index files a 5.5.0 broker writes; compat-tests checks them byte for
     #: byte); 4.9 does not.
     index_tags: bool = False
+    #: 5.x timer messages (Java ``TimerMessageStore``): off refuses messages with a delivery time
+    timer_wheel_enable: bool = True
+    #: the wheel's tick; Java rounds it down to 100, 200, 500 or 1000
+    timer_precision_ms: int = 1000
+    #: the farthest delivery time accepted, in seconds from now (3 days)
+    timer_max_delay_sec: int = 3600 * 24 * 3
+    #: slots ahead a timer may be placed before it is rolled (2 days of slots)
+    timer_roll_window_slot: int = 3600 * 24 * 2
+    timer_flush_interval_ms: int = 1000
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    #: a slot holding more pending timers refuses some puts, twice as many all (WHEEL_TIMER_FLOW_CONTROL)
+    timer_congest_num_each_slot: int = 2**31 - 1
+    timer_stop_enqueue: bool = False
+    timer_stop_dequeue: bool = False
 
     def __post_init__(self) -> None:
         if not self.store_path_commit_log:
             self.store_path_commit_log = os.path.join(self.store_path_root_dir, "commitlog")
+        self.timer_precision_ms = normalise_timer_precision(self.timer_precision_ms)
 
     @property
     def store_path_consume_queue(self) -> str:

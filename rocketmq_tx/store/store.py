@@ -118,6 +118,10 @@ class DefaultMessageStore:
         #: tags code) for each entry added to a ConsumeQueue; the broker wakes long polls.
         #: It runs under the put lock, so it must only record the event.
         self.message_arriving_listener: Callable[[str, int, int, int], None] | None = None
+        #: Java 5.x's timer put hook (``HookUtils.handleScheduleMessage``), set by the broker:
+        #: rewrites a message with a delivery time to the timer topic, or returns a refusal.
+        #: Called, before the append, for single puts whose properties mention ``TIMER_``.
+        self.timer_hook: Callable[[MessageExtBrokerInner], PutMessageStatus | None] | None = None
         #: the C accelerator's group commit flusher, which a StoreDriver runs with SYNC_FLUSH
         #: (None: the group commit thread calls fdatasync itself)
         self.sync_flusher_class = speedups.SyncFlusher if speedups else None
@@ -406,6 +410,14 @@ class DefaultMessageStore:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED))
         tx = msg.sys_flag & _TX_MASK
+        hook = self.timer_hook
+        if hook is not None and b"TIMER_" in msg.properties:
+            refused = hook(msg)
+            if refused is not None:
+                return PutMessageResult(refused)
+            if len(msg.properties) > _MAX_PROPS:
+                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            topic_bytes = msg.topic.encode()
         if b"DELAY\x01" in msg.properties and self.config.handle_schedule_message \
                 and (tx == _NOT_TYPE or tx == _COMMIT):
             self._schedule_rewrite(msg)

@@ -39,6 +39,7 @@ from rocketmq_tx.broker.processors.pull import PullMessageProcessor
 from rocketmq_tx.broker.processors.query import QueryMessageProcessor
 from rocketmq_tx.broker.processors.reply import ReplyMessageProcessor
 from rocketmq_tx.broker.processors.send import SendMessageProcessor
+from rocketmq_tx.broker.processors.timer import TimerAdminProcessor
 from rocketmq_tx.net.dispatch import HandlerProcessor, ProcessorTable
 
 __all__ = ["processor_table"]
@@ -72,6 +73,7 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         QueryAssignmentProcessor(controller),
         AckMessageProcessor(controller),
         ChangeInvisibleTimeProcessor(controller),
+        TimerAdminProcessor(controller),
     ]
     if not fast:
         processors.append(PullMessageProcessor(controller))

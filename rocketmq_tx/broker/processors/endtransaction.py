@@ -17,6 +17,7 @@ from typing import Any
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.timer import timer_put_result_response
 from rocketmq_tx.broker.transaction.util import final_message, resume_half_message
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageConst, MessageExt
@@ -134,6 +135,9 @@ class EndTransactionProcessor(HandlerProcessor):
             return ResponseCode.SYSTEM_ERROR, "OS page cache busy, please try another machine"
         if status is PutMessageStatus.UNKNOWN_ERROR:
             return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"
+        timer = timer_put_result_response(status, self.controller.store_config)  # a committed timer message
+        if timer is not None:
+            return timer
         return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
 
     # ------------------------------------------------------------------ RESUME_CHECK_HALF_MESSAGE

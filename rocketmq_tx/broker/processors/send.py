@@ -13,6 +13,7 @@ from typing import Any
 
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.remarks import suggest_todo
+from rocketmq_tx.broker.timer import timer_put_result_response
 from rocketmq_tx.broker.topicconfig import (
     RETRY_GROUP_TOPIC_PREFIX,
     dlq_topic,
@@ -63,12 +64,14 @@ def _topic_config_text(tc: Any) -> str:
             f"order={'true' if tc.order else 'false'}]")
 
 
-def put_result_response(request: RemotingCommand, result: PutMessageResult | None, max_message_size: int
-                        ) -> tuple[int, str | None]:
+def put_result_response(request: RemotingCommand, result: PutMessageResult | None, max_message_size: int,
+                        store_config: Any = None) -> tuple[int, str | None]:
     """Java ``handlePutMessageResult``'s code and remark for a store status."""
     if result is None:
         return ResponseCode.SYSTEM_ERROR, "store putMessage return null"
     status = result.status
+    if store_config is not None and (timer := timer_put_result_response(status, store_config)) is not None:
+        return timer
     if status is PutMessageStatus.PUT_OK:
         return ResponseCode.SUCCESS, None
     if status is PutMessageStatus.FLUSH_DISK_TIMEOUT:
@@ -286,7 +289,8 @@ class SendMessageProcessor(HandlerProcessor):
 
     def _send_response(self, result: PutMessageResult, request: RemotingCommand, queue_id: int,
                        transaction_id: str | None) -> RemotingCommand:
-        code, remark = put_result_response(request, result, self.controller.store_config.max_message_size)
+        code, remark = put_result_response(request, result, self.controller.store_config.max_message_size,
+                                           self.controller.store_config)
         response = self._response(request, code, remark)
         append = result.append_result if result is not None else None
         if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,

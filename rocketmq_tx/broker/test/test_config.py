@@ -69,7 +69,8 @@ class BrokerKeysTests(SynchronousTestCase):
         cases = {
             "listenPort": "abc", "autoCreateTopicEnable": "yes", "flushDiskType": "X", "brokerRole": "SLAVE",
             "mappedFileSizeCommitLog": "big", "maxMessageSize": "0", "messageDelayLevel": "1s 5x",
-            "deleteWhen": "four", "diskMaxUsedSpaceRatio": "101",
+            "deleteWhen": "four", "diskMaxUsedSpaceRatio": "101", "timerFlushIntervalMs": "0",
+            "mappedFileSizeTimerLog": "60", "timerMaxDelaySec": "-1", "timerPrecisionMs": "fast",
         }
         for key, value in cases.items():
             with self.subTest(key=key):
@@ -93,6 +94,8 @@ class BrokerKeysTests(SynchronousTestCase):
         self.assertEqual(props["brokerRole"], "ASYNC_MASTER")
         self.assertEqual(props["listenPort"], "10911")
         self.assertEqual(props["autoCreateTopicEnable"], "true")
+        self.assertEqual((props["timerWheelEnable"], props["timerPrecisionMs"], props["timerMaxDelaySec"]),
+                         ("true", "1000", "259200"))
         # our internal store fields are not Java keys
         for internal in ("storeHost", "handleScheduleMessage", "indexTags"):
             self.assertNotIn(internal, props)

@@ -197,6 +197,19 @@ class MessageTests(SynchronousTestCase):
         self.assertEqual(msg.properties, {"DELAY": "3"})
         self.assertEqual(msg.delay_time_level, 3)
 
+    def test_timer_properties(self) -> None:
+        """
+        ``deliver_time_ms``, ``delay_time_sec`` and ``delay_time_ms`` are the 5.x TIMER_* properties.
+        """
+        msg = Message("T")
+        self.assertEqual((msg.deliver_time_ms, msg.delay_time_sec, msg.delay_time_ms), (0, 0, 0))
+        msg.deliver_time_ms = 1767268805000
+        msg.delay_time_sec = 10
+        msg.delay_time_ms = 2500
+        self.assertEqual(msg.properties, {"TIMER_DELIVER_MS": "1767268805000", "TIMER_DELAY_SEC": "10",
+                                          "TIMER_DELAY_MS": "2500"})
+        self.assertEqual((msg.deliver_time_ms, msg.delay_time_sec, msg.delay_time_ms), (1767268805000, 10, 2500))
+
     def test_wait_store_msg_ok(self) -> None:
         """
         ``wait_store_msg_ok`` writes "true"/"false".
