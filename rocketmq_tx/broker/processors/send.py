@@ -245,15 +245,17 @@ class SendMessageProcessor(HandlerProcessor):
             # Java re-serialises the map, in which WAIT was put back: the half record keeps it.
             # The answer names the real queue and the half message's offsets, as Java's.
             real_queue_id = msg.queue_id
+            uniq_key = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             self.controller.transactional_message_bridge.prepare_half_message(msg, props)
-            return self._finish(request, self.controller.put_message(msg), real_queue_id)
+            return self._finish(request, self.controller.put_message(msg), real_queue_id, uniq_key)
         # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
         # for WAIT=true) but honours it.
         props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
         msg.properties = properties_to_string(props).encode()
         msg.property_map = props
         queue_id = msg.queue_id
-        return self._finish(request, self.controller.put_message(msg), queue_id)
+        return self._finish(request, self.controller.put_message(msg), queue_id,
+                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
 
     def send_batch_message(self, ctx: IRemotingContext, request: RemotingCommand,
                            header: SendHeader) -> Any:
@@ -277,22 +279,27 @@ class SendMessageProcessor(HandlerProcessor):
         batch = MessageExtBatch(header.topic, request.body or b"", properties_to_string(props).encode(), queue_id,
                                 sys_flag, header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0,
                                 wait_store_msg_ok=wait_store_msg_ok(props))
-        return self._finish(request, self.controller.put_messages(batch), queue_id)
+        return self._finish(request, self.controller.put_messages(batch), queue_id,
+                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
 
-    def _finish(self, request: RemotingCommand, result: Any, queue_id: int) -> Any:
+    def _finish(self, request: RemotingCommand, result: Any, queue_id: int, transaction_id: str | None) -> Any:
         if hasattr(result, "addCallback"):
-            return result.addCallback(self._send_response, request, queue_id)
-        return self._send_response(result, request, queue_id)
+            return result.addCallback(self._send_response, request, queue_id, transaction_id)
+        return self._send_response(result, request, queue_id, transaction_id)
 
-    def _send_response(self, result: PutMessageResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
+    def _send_response(self, result: PutMessageResult, request: RemotingCommand, queue_id: int,
+                       transaction_id: str | None) -> RemotingCommand:
         code, remark = put_result_response(request, result, self.controller.store_config.max_message_size,
                                            self.controller.store_config)
         response = self._response(request, code, remark)
         append = result.append_result if result is not None else None
         if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                     ResponseCode.SLAVE_NOT_AVAILABLE) and append is not None:
-            response.ext_fields.update(SendMessageResponseHeader(append.msg_id, queue_id, append.logics_offset)
-                                       .to_ext_fields())
+            # transactionId: the message's UNIQ_KEY, as 5.x answers every send (4.9 never did). The
+            # 5.x proxy takes a half message's transaction id from it and refuses END_TRANSACTION
+            # without one ("transaction id cannot be empty").
+            response.ext_fields.update(SendMessageResponseHeader(append.msg_id, queue_id, append.logics_offset,
+                                                                 transaction_id).to_ext_fields())
         return response
 
     # ------------------------------------------------------------------ send back

@@ -84,7 +84,8 @@ class BrokerTestCase(SynchronousTestCase):
 
 class SendMessageTests(BrokerTestCase):
     def test_send_message(self) -> None:
-        """SUCCESS, SendMessageResponseHeader fields, region and trace switch, the record as stored."""
+        """SUCCESS, SendMessageResponseHeader fields (transactionId: the UNIQ_KEY, as 5.x answers every
+        send), region and trace switch, the record as stored."""
         for v2 in (False, True):
             with self.subTest(v2=v2):
                 before = self.store.get_max_phy_offset()
@@ -95,6 +96,7 @@ class SendMessageTests(BrokerTestCase):
                 self.assertEqual(ext["msgId"], offset_msg_id(("127.0.0.1", 10911), before))
                 self.assertEqual(ext["queueId"], "1")
                 self.assertEqual(ext["queueOffset"], "1" if v2 else "0")
+                self.assertEqual(ext["transactionId"], "UNIQ0001")
                 msg = self.stored(before)
                 self.assertEqual((msg.topic, msg.queue_id, msg.body, msg.flag, msg.born_timestamp, msg.born_host),
                                  ("TopicTest", 1, b"hello", 3, BORN, ("127.0.0.1", 5555)))
@@ -135,6 +137,7 @@ class SendMessageTests(BrokerTestCase):
         self.assertEqual((response.ext_fields["queueId"], response.ext_fields["queueOffset"]), ("2", "0"))
         ids = response.ext_fields["msgId"].split(",")
         self.assertEqual(len(ids), 3)
+        self.assertNotIn("transactionId", response.ext_fields)  # no UNIQ_KEY on the batch itself
         result = self.store.get_message("g", "TopicTest", 2, 0, 32)
         stored = [decode_message(b, 0)[0] for b in result.message_buffers]
         self.assertEqual([m.body for m in stored], [b"m0", b"m1", b"m2"])

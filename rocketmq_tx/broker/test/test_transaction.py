@@ -106,11 +106,13 @@ class TransactionTestCase(SynchronousTestCase):
 class HalfMessageTests(TransactionTestCase):
     def test_half_message_layout(self) -> None:
         """Stored in the half topic queue 0, REAL_TOPIC/REAL_QID added, sysFlag NOT_TYPE; the
-        answer names the real queue and the half message's offsets."""
+        answer names the real queue, the half message's offsets and its UNIQ_KEY as transactionId."""
         response = self.send_half(queue_id=2)
         self.assertEqual(response.ext_fields["queueId"], "2")
         self.assertEqual(response.ext_fields["queueOffset"], "0")
         self.assertEqual(response.ext_fields["msgId"], offset_msg_id(("127.0.0.1", 10911), 0))
+        # the 5.x proxy ends the transaction with this id and refuses to without it
+        self.assertEqual(response.ext_fields["transactionId"], "UNIQ0001")
         [half] = self.queue(TRANS_HALF_TOPIC)
         self.assertEqual((half.topic, half.queue_id, half.sys_flag, half.flag), (TRANS_HALF_TOPIC, 0, 0, 7))
         self.assertEqual(half.properties, {
