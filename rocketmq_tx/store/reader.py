@@ -207,6 +207,8 @@ class StoreReader:
                             if log_file is not None:
                                 log_from = log_file.file_from_offset
                                 log_end = log_from + log_file.wrote_position
+                            else:
+                                log_from = log_end = 0
                         if log_file is not None and log_from <= offset_py and offset_py + size_py <= log_end:
                             record = log_file.read(offset_py - log_from, size_py)
                         if record is None:
