@@ -21,11 +21,27 @@ from rocketmq_tx.remoting.extrainfo import POP_ORDER_REVIVE_QUEUE, parse_extra_i
 from rocketmq_tx.remoting.headers.pop import AckMessageRequestHeader
 from rocketmq_tx.remoting.popbodies import AckMsg, BatchAckMessageRequestBody, BatchAckMsg
 
-__all__ = ["AckMessageProcessor", "MAX_BATCH_ACKS", "ack_orderly"]
+__all__ = ["AckMessageProcessor", "MAX_BATCH_ACKS", "ack_orderly", "check_ack_target"]
 
 #: Most ``BatchAck`` entries one BATCH_ACK_MESSAGE may carry (ours: Java has no bound; a
 #: client batches the acks of one POP, at most 32 queues' worth).
 MAX_BATCH_ACKS = 1024
+
+
+def check_ack_target(c: BrokerController, ctx: IRemotingContext, request: RemotingCommand, topic: str,
+                     queue_id: int) -> RemotingCommand | None:
+    """ACK_MESSAGE's and CHANGE_MESSAGE_INVISIBLETIME's first checks (Java's, the same remarks):
+    the topic exists and the queue id is within its read queues; the refusal, or ``None``."""
+    tc = c.topic_config_manager.select_topic_config(topic)
+    if tc is None:
+        return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
+                                     f"topic[{topic}] not exist, apply first please! " + suggest_todo())
+    if queue_id >= tc.read_queue_nums or queue_id < 0:
+        return request.make_response(
+            ResponseCode.MESSAGE_ILLEGAL,
+            f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+            f"[{tc.read_queue_nums}] consumer:[/{getattr(ctx, 'peer', '?')}]")
+    return None
 
 
 def ack_orderly(c: BrokerController, topic: str, group: str, queue_id: int, offset: int, pop_time: int,
@@ -63,15 +79,9 @@ class AckMessageProcessor(HandlerProcessor):
     def ack_message(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
         c = self.controller
         header = AckMessageRequestHeader.from_ext_fields(request.ext_fields)
-        tc = c.topic_config_manager.select_topic_config(header.topic)
-        if tc is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
-                                         f"topic[{header.topic}] not exist, apply first please! " + suggest_todo())
-        if header.queue_id >= tc.read_queue_nums or header.queue_id < 0:
-            return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[/{getattr(ctx, 'peer', '?')}]")
+        bad_target = check_ack_target(c, ctx, request, header.topic, header.queue_id)
+        if bad_target is not None:
+            return bad_target
         min_offset = c.store.get_min_offset_in_queue(header.topic, header.queue_id)
         max_offset = c.store.get_max_offset_in_queue(header.topic, header.queue_id)
         if header.offset < min_offset or header.offset > max_offset:

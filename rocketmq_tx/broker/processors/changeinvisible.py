@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.remarks import suggest_todo
+from rocketmq_tx.broker.processors.ack import check_ack_target
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.extrainfo import POP_ORDER_REVIVE_QUEUE, parse_extra_info
@@ -30,15 +30,9 @@ class ChangeInvisibleTimeProcessor(HandlerProcessor):
     def change_invisible_time(self, ctx: IRemotingContext, request: RemotingCommand) -> Any:
         c = self.controller
         header = ChangeInvisibleTimeRequestHeader.from_ext_fields(request.ext_fields)
-        tc = c.topic_config_manager.select_topic_config(header.topic)
-        if tc is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
-                                         f"topic[{header.topic}] not exist, apply first please! " + suggest_todo())
-        if header.queue_id >= tc.read_queue_nums or header.queue_id < 0:
-            return request.make_response(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[/{getattr(ctx, 'peer', '?')}]")
+        bad_target = check_ack_target(c, ctx, request, header.topic, header.queue_id)
+        if bad_target is not None:
+            return bad_target
         min_offset = c.store.get_min_offset_in_queue(header.topic, header.queue_id)
         max_offset = c.store.get_max_offset_in_queue(header.topic, header.queue_id)
         if header.offset < min_offset or header.offset >= max_offset:
