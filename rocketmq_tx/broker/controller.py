@@ -118,6 +118,9 @@ class BrokerController:
         self.execute_held_pull: Callable[[Any], Any] | None = None  # set by the pull processor
         # POP consumption (5.x): checkpoints and revival, and the POPs waiting for messages.
         self.pop_service = PopService(self)
+        # Java writes it every 10 s (the broker service marks it) and at shutdown.
+        p.add("consumerOrderInfo", self.pop_service.order_info.file,
+              lambda: self.pop_service.order_info.snapshot(self.now_ms()))
         self.pop_long_polling = PopLongPollingService(
             reactor, self._execute_held_pop, settings["maxHeldPullsPerConnection"], settings["maxHeldPulls"])
         self.execute_held_pop: Callable[[Any], Any] | None = None  # set by the POP processor
@@ -166,6 +169,10 @@ class BrokerController:
             # Java's QueryAssignmentProcessor ignores this failure too: the modes start empty.
             log.error("{file} is unreadable; message request modes start empty",
                       file=self.message_request_mode_manager.file.path)
+        if not self.pop_service.order_info.load():
+            # Java's ConfigManager starts with an empty table too; FIFO queues are then unblocked.
+            log.error("{file} is unreadable; FIFO POP queues start unblocked",
+                      file=self.pop_service.order_info.file.path)
         if not self.store.load():
             log.error("the message store at {dir} cannot be loaded", dir=self.store_config.store_path_root_dir)
             return False
@@ -186,6 +193,7 @@ class BrokerController:
         self.pop_long_polling.shutdown()
         self.persister.mark_dirty("consumerOffset")
         self.persister.mark_dirty("delayOffset")
+        self.persister.mark_dirty("consumerOrderInfo")
         # Everything still dirty, here and now: a clean stop loses nothing acknowledged.
         self.persister.flush_sync(stop=True)
         if self.timer_message_service is not None:

@@ -114,6 +114,7 @@ class BrokerService(service.MultiService):
         if c.timer_message_service is not None:
             c.timer_message_service.setServiceParent(self)
         _timer(10.0, lambda: c.persister.mark_dirty("delayOffset"), reactor, self, now=False)
+        _timer(10.0, lambda: c.persister.mark_dirty("consumerOrderInfo"), reactor, self, now=False)
         _timer(10.0, self._scan_channels, reactor, self, now=False)
         _timer(c.store_config.clean_resource_interval / 1000.0, self._clean, reactor, self, now=False)
         # Java's TransactionalMessageCheckService: a pass every transactionCheckInterval, in

@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,12 @@ class PopService:
         self.recover_batch = recover_batch
         self.table: dict[CheckpointKey, _Pending] = {}
         #: FIFO POP's blocked queues (no checkpoints: see :mod:`.orderinfo`)
-        self.order_info = ConsumerOrderInfoManager()
+        self.order_info = ConsumerOrderInfoManager(
+            os.path.join(controller.store_config.config_dir, "consumerOrderInfo.json"))
+        topics, groups = controller.topic_config_manager, controller.subscription_group_manager
+        self.order_info.read_queue_nums = lambda t: None if (tc := topics.select_topic_config(t)) is None \
+            else tc.read_queue_nums
+        self.order_info.group_exists = lambda g: g in groups.subscription_group_table
         self._due: list[tuple[int, int, CheckpointKey]] = []
         self._by_queue: dict[int, list[tuple[int, int, CheckpointKey]]] = {}
         self._seq = itertools.count()

@@ -5,9 +5,11 @@ from __future__ import annotations
 from twisted.internet.defer import Deferred
 
 from rocketmq_tx.broker.pop import REVIVE_GROUP
+from rocketmq_tx.broker.pop.orderinfo import ConsumerOrderInfoManager
 from rocketmq_tx.broker.processors import processor_table
 from rocketmq_tx.broker.test.test_processors import BrokerTestCase, props
 from rocketmq_tx.broker.test.util import make_controller
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import decode_messages
 from rocketmq_tx.common.route import TopicConfig
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
@@ -197,7 +199,7 @@ class AckReviveTests(PopTestCase):
         self.assertEqual(self.revive(INVISIBLE + 1), 1)
 
 
-class FifoPopTests(PopTestCase):
+class FifoPopTestCase(PopTestCase):
     def fifo(self, max_nums: int = 32, attempt: str | None = None) -> RemotingCommand:
         ext = self.pop_ext(max_nums=max_nums, order=True)
         if attempt is not None:
@@ -208,6 +210,8 @@ class FifoPopTests(PopTestCase):
         return self.call(RequestCode.ACK_MESSAGE, AckMessageRequestHeader(
             GROUP, TOPIC, msg.queue_id, self.extra_info(response, msg), msg.queue_offset).to_ext_fields())
 
+
+class FifoPopTests(FifoPopTestCase):
     def test_blocks_until_acked(self) -> None:
         """A FIFO POP blocks its queue until its messages are acked; the offset moves with the acks."""
         for body in (b"a", b"b", b"c"):
@@ -488,3 +492,102 @@ class NotificationTests(PopTestCase):
         self.reactor.advance(2.1)
         self.assertEqual(got[1].ext_fields, {"hasMsg": "false", "pollingFull": "false"})
         self.assertEqual(self.controller.pop_long_polling.held(), 0)
+
+
+#: config/consumerOrderInfo.json as the Java 5.5.0 broker wrote it after compat-tests'
+#: FIFO scenario (f0, f1 popped; f0 acked; f1 and f2 popped again, f1 counted once; both acked):
+#: integer keys unquoted, offsets as the first and differences from it, fields sorted.
+JAVA_ORDER_INFO = """{
+\t"orderInfoCount":1,
+\t"orderedConsumptionLevel":"QUEUE",
+\t"table":{
+\t\t"FifoTopicJava@FifoGroupJava":{
+\t\t\t0:{
+\t\t\t\t"cm":3,
+\t\t\t\t"i":4000,
+\t\t\t\t"l":1795601123496,
+\t\t\t\t"o":[1,1],
+\t\t\t\t"oc":{
+\t\t\t\t\t1:1
+\t\t\t\t},
+\t\t\t\t"popTime":1795601123495
+\t\t\t}
+\t\t}
+\t}
+}"""
+
+
+class ConsumerOrderInfoFileTests(FifoPopTestCase):
+    """config/consumerOrderInfo.json: FIFO POP's blocked queues across restarts, in Java's shape."""
+
+    def restart(self) -> None:
+        root = self.controller.store_config.store_path_root_dir
+        self.controller.shutdown()
+        self.controller = make_controller(self, self.reactor, root=root, popFromRetryProbability=0)
+        self.table = processor_table(self.controller)
+
+    def test_blocked_across_restart(self) -> None:
+        """A queue blocked at shutdown is still blocked after the start; the redelivery is counted."""
+        for body in (b"a", b"b"):
+            self.put(body=body)
+        first = self.fifo()
+        msgs = self.messages(first)
+        self.assertEqual(self.ack_fifo(first, msgs[0]).code, ResponseCode.SUCCESS)
+        self.restart()
+        self.assertEqual(self.fifo().code, ResponseCode.POLLING_TIMEOUT)
+        self.reactor.advance(INVISIBLE / 1000 + 0.001)
+        again = self.fifo()
+        self.assertEqual([m.body for m in self.messages(again)], [b"b"])
+        info = PopMessageResponseHeader.from_ext_fields(again.ext_fields).order_count_info
+        self.assertEqual(ei.parse_order_count_info(info), {"0@qo0%1": 1, "0@0": 1})
+
+    def test_java_file_read(self) -> None:
+        """The Java broker's file: offsets expanded, keys read as numbers."""
+        path = self.controller.pop_service.order_info.file.path
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(JAVA_ORDER_INFO)
+        manager = ConsumerOrderInfoManager(path)
+        self.assertTrue(manager.load())
+        (info,) = manager.table[("FifoTopicJava", "FifoGroupJava")].values()
+        self.assertEqual((info.offsets, info.commit_bits, info.consumed_count, info.invisible_time, info.pop_time,
+                          info.last_consume_timestamp, info.attempt_id),
+                         ([1, 2], 3, {1: 1}, 4000, 1795601123495, 1795601123496, None))
+        self.assertEqual(info.next_offset(), 3)
+        self.assertEqual(list(manager.table[("FifoTopicJava", "FifoGroupJava")]), [0])
+
+    def test_written_as_java_writes(self) -> None:
+        """Our encoding of the same state: the fields Java writes, with quoted keys (which fastjson reads)."""
+        manager = ConsumerOrderInfoManager(self.mktemp())
+        manager.read_queue_nums = lambda topic: 1
+        manager.group_exists = lambda group: True
+        manager.update("A", "T", "G", 0, 1000, 4000, [5, 6, 9])
+        manager.update_next_visible_time("T", "G", 0, 6, 1000, 9000)
+        manager.commit_and_next("T", "G", 0, 5, 1000)
+        self.assertEqual(fastjson.loads(manager.snapshot(2000)()), {
+            "orderInfoCount": 1, "orderedConsumptionLevel": "QUEUE",
+            "table": {"T@G": {"0": {"popTime": 1000, "i": 4000, "o": [5, 1, 4], "ot": {"6": 9000}, "l": 1000,
+                                    "cm": 1, "a": "A"}}}})
+        manager.file.persist(manager.snapshot(2000)())
+        again = ConsumerOrderInfoManager(manager.file.path)
+        self.assertTrue(again.load())
+        self.assertEqual(again.table[("T", "G")][0].to_json(), manager.table[("T", "G")][0].to_json())
+
+    def test_auto_clean(self) -> None:
+        """Encoding forgets gone topics, gone groups, queues past the read queues and day-old entries."""
+        manager = ConsumerOrderInfoManager(self.mktemp())
+        manager.read_queue_nums = lambda topic: {"T": 2}.get(topic)
+        manager.group_exists = lambda group: group == "G"
+        for topic, group, qid, when in (("T", "G", 0, 0), ("T", "G", 1, 10**8), ("T", "G", 2, 10**8),
+                                        ("Gone", "G", 0, 10**8), ("T", "Other", 0, 10**8)):
+            manager.update(None, topic, group, qid, when, 4000, [1])
+        manager.snapshot(10**8 + 1)
+        self.assertEqual({k: list(v) for k, v in manager.table.items()}, {("T", "G"): [1]})
+
+    def test_unreadable_file(self) -> None:
+        """A file that does not parse into order info: load says so and keeps nothing."""
+        path = self.mktemp()
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write('{"table": {"T@G": {"x": {}}}}')
+        manager = ConsumerOrderInfoManager(path)
+        self.assertFalse(manager.load())
+        self.assertEqual(manager.table, {})
