@@ -31,8 +31,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from twisted.internet.defer import Deferred
+from twisted.internet import threads
+from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.common.validators import validate_group
@@ -51,6 +53,34 @@ _LMQ_PREFIX = "%LMQ%"
 SLICE_SECONDS = 0.004
 
 _T = TypeVar("_T")
+
+
+#: admin bodies up to this size are decoded on the reactor (about a millisecond of JSON)
+DECODE_ON_REACTOR_MAX = 64 * 1024
+
+
+def decode_body(clock: Any, body: bytes, decode: Callable[[bytes], _T]) -> Deferred:
+    """
+    ``decode(body)``, in the reactor's thread pool when the body is large (a list body may be
+    16 MiB: half a second of JSON and object building) and the clock has one, else here.
+    Fires with the result, or fails with what *decode* raised. *decode* must touch no shared state.
+    """
+    pool = getattr(clock, "getThreadPool", None)
+    if pool is None or len(body) <= DECODE_ON_REACTOR_MAX:
+        return maybeDeferred(decode, body)
+    return threads.deferToThreadPool(clock, pool(), decode, body)
+
+
+#: what a decoder raises on a malformed body
+DECODE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
+
+
+def illegal_body(request: RemotingCommand, what: str) -> Callable[[Failure], RemotingCommand]:
+    """An errback for :func:`decode_body`: a malformed body answered SYSTEM_ERROR ``illegal <what>: ...``."""
+    def refuse(failure: Failure) -> RemotingCommand:
+        failure.trap(*DECODE_ERRORS)
+        return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal {what}: {failure.value}"[:512])
+    return refuse
 
 
 def run_sliced(clock: Any, items: Sequence[_T], step: Callable[[_T], Any],

@@ -11,7 +11,7 @@ from typing import Any
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.processors.admin import AdminProcessor, run_sliced
+from rocketmq_tx.broker.processors.admin import AdminProcessor, decode_body, illegal_body, run_sliced
 from rocketmq_tx.broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.attribute import AttributeAlterError
@@ -128,10 +128,13 @@ class GroupAdminProcessor(AdminProcessor):
         error = self._slave_error(request)
         if error is not None:
             return error
-        try:
-            configs = SubscriptionGroupList.from_json(fastjson.loads(request.body or b"{}") or {}).group_config_list
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal SubscriptionGroupList: {e}"[:512])
+        d = decode_body(self.controller.reactor, request.body,
+                        lambda body: SubscriptionGroupList.from_json(fastjson.loads(body or b"{}") or {}))
+        return d.addCallbacks(lambda decoded: self._create_group_list(ctx, request, decoded.group_config_list),
+                              illegal_body(request, "SubscriptionGroupList"))
+
+    def _create_group_list(self, ctx: IRemotingContext, request: RemotingCommand,
+                           configs: list[SubscriptionGroupConfig]) -> Any:
         log.info("updateAndCreateSubscriptionGroupList: {count} groups, called by {peer}", count=len(configs),
                  peer=ctx.peer)
 

@@ -10,7 +10,13 @@ from typing import Any
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.processors.admin import AdminProcessor, clean_unused_topic, run_sliced
+from rocketmq_tx.broker.processors.admin import (
+    AdminProcessor,
+    clean_unused_topic,
+    decode_body,
+    illegal_body,
+    run_sliced,
+)
 from rocketmq_tx.broker.topicconfig import validate_topic
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.attribute import MESSAGE_TYPE, AttributeAlterError, TopicMessageType, parse_to_map
@@ -102,11 +108,12 @@ class TopicAdminProcessor(AdminProcessor):
         error = self._slave_error(request)
         if error is not None:
             return error
-        try:
-            data = fastjson.loads(request.body or b"{}") or {}
-            configs = CreateTopicListRequestBody.from_json(data).topic_config_list
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"illegal CreateTopicListRequestBody: {e}"[:512])
+        d = decode_body(self.controller.reactor, request.body,
+                        lambda body: CreateTopicListRequestBody.from_json(fastjson.loads(body or b"{}") or {}))
+        return d.addCallbacks(lambda decoded: self._create_topic_list(ctx, request, decoded.topic_config_list),
+                              illegal_body(request, "CreateTopicListRequestBody"))
+
+    def _create_topic_list(self, ctx: IRemotingContext, request: RemotingCommand, configs: list[TopicConfig]) -> Any:
         log.info("updateAndCreateTopicList: {count} topics, called by {peer}", count=len(configs), peer=ctx.peer)
         manager = self.controller.topic_config_manager
 

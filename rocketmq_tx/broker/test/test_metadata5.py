@@ -13,6 +13,7 @@ from typing import Any
 
 from twisted.internet.defer import fail, succeed
 from twisted.internet.task import Clock
+from twisted.python.failure import Failure
 from twisted.trial.unittest import TestCase
 
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI
@@ -377,3 +378,50 @@ class RunSlicedTests(TestCase):
     def test_short_list_at_once(self) -> None:
         """A list that fits in one slice fires at once with ``None``."""
         self.assertIsNone(self.successResultOf(run_sliced(Clock(), [1, 2], lambda item: None)))
+
+
+class _Pool:
+    """A thread pool that runs work at once and records it (``deferToThreadPool`` needs only this)."""
+
+    def __init__(self) -> None:
+        self.ran: list[Any] = []
+
+    def callInThreadWithCallback(self, on_result: Any, fn: Any, *args: Any) -> None:  # noqa: N802 (Twisted's name)
+        self.ran.append(fn)
+        try:
+            on_result(True, fn(*args))
+        except Exception as e:  # as the real pool hands it over
+            on_result(False, Failure(e))
+
+
+class _PoolClock(Clock):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool = _Pool()
+
+    def getThreadPool(self) -> _Pool:  # noqa: N802
+        return self.pool
+
+    def callFromThread(self, fn: Any, *args: Any) -> None:  # noqa: N802
+        fn(*args)
+
+
+class DecodeBodyTests(TestCase):
+    def test_large_body_in_pool(self) -> None:
+        """A body past DECODE_ON_REACTOR_MAX is decoded in the reactor's pool; a small one here."""
+        clock = _PoolClock()
+        big = b"[" + b"1," * admin.DECODE_ON_REACTOR_MAX + b"1]"
+        self.assertEqual(len(self.successResultOf(admin.decode_body(clock, big, json.loads))),
+                         admin.DECODE_ON_REACTOR_MAX + 1)
+        self.assertEqual(clock.pool.ran, [json.loads])
+        self.assertEqual(self.successResultOf(admin.decode_body(clock, b"[2]", json.loads)), [2])
+        self.assertEqual(len(clock.pool.ran), 1)
+
+    def test_failure_refused(self) -> None:
+        """A decode error from the pool becomes Java's SYSTEM_ERROR ``illegal ...`` answer."""
+        clock = _PoolClock()
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, {}, b"{" * 70_000)
+        d = admin.decode_body(clock, request.body, json.loads)
+        response = self.successResultOf(d.addErrback(admin.illegal_body(request, "CreateTopicListRequestBody")))
+        self.assertEqual(response.code, ResponseCode.SYSTEM_ERROR)
+        self.assertTrue(response.remark.startswith("illegal CreateTopicListRequestBody: "), response.remark)
