@@ -290,7 +290,7 @@ class BrokerController:
         # Runs under the store's put lock: record only, wake the parked pulls next turn.
         # With nothing parked there is nobody to wake (a pull parks only after reading the
         # store on this same thread), so the per-message path stays a single check.
-        if not self.pull_request_hold_service.table and not self.pop_long_polling.by_topic:
+        if not self.pull_request_hold_service.table and not self.pop_long_polling.table:
             return
         self._arrivals.append((topic, queue_id, max_offset, tags_code))
         if not self._arrivals_scheduled:
@@ -305,7 +305,7 @@ class BrokerController:
         for topic, queue_id, max_offset, tags_code in arrivals:
             if hold.table:
                 hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
-            if pops.by_topic:
+            if pops.table:
                 pops.notify_message_arriving(topic)
 
     def log_offset_moved(self, group: str, topic: str, queue_id: int, requested: int, new_offset: int) -> None:

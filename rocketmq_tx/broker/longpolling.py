@@ -11,13 +11,14 @@ request has its own timer on the injected clock and the broker calls
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IReactorTime
+
+from rocketmq_tx.broker.holding import HeldRequest, RequestHoldService
 
 __all__ = ["PullRequest", "PullRequestHoldService", "OVERLOAD_REMARK"]
 
@@ -27,96 +28,36 @@ _ABSENT = object()
 
 
 @dataclass(eq=False)
-class PullRequest:
+class PullRequest(HeldRequest):
     """One parked pull: the original request and connection, and where it reads from."""
 
-    request: Any
-    channel: Hashable
     topic: str
     queue_id: int
     pull_from_this_offset: int
     timeout_ms: int
     message_filter: Any = None
-    deferred: Deferred = field(default_factory=Deferred)
-    timer: IDelayedCall | None = None
 
 
-class PullRequestHoldService:
+class PullRequestHoldService(RequestHoldService[PullRequest]):
     """
-    :param clock: schedules the suspend timeouts and the wake-up slices.
-    :param execute: re-runs a parked request without suspension and returns the response
-        (Java ``executeRequestWhenWakeup``).
-    :param max_per_connection: parked pulls one connection may have (``maxHeldPullsPerConnection``);
-        beyond it, and beyond *max_total*, :meth:`can_hold` says no and the pull is answered
-        SYSTEM_BUSY, as Java answers when its pull pool is full. One connection parking
-        50,000 pulls otherwise held 137 MB.
-    :param wake_slice: pulls answered per reactor turn when many wake at once (one send
-        woke 50,000 in a 2.3 s stall); the rest follow in the next turns.
+    Parked pulls by ``(topic, queue_id)``; see :class:`~rocketmq_tx.broker.holding.RequestHoldService`
+    for the bounds (``maxHeldPullsPerConnection``, ``maxHeldPulls``: beyond them the pull is
+    answered SYSTEM_BUSY, as Java answers when its pull pool is full; one connection parking
+    50,000 pulls otherwise held 137 MB).
     """
 
     def __init__(self, clock: IReactorTime, execute: Callable[[PullRequest], Any], max_per_connection: int = 4096,
                  max_total: int = 65536, wake_slice: int = 256) -> None:
-        self.clock = clock
-        self.execute = execute
-        self.max_per_connection = max_per_connection
-        self.max_total = max_total
-        self.wake_slice = wake_slice
-        # Insertion-ordered dicts as sets: removal is O(1) and wake order is arrival order.
-        self.table: dict[tuple[str, int], dict[PullRequest, None]] = {}
-        self._by_channel: dict[Hashable, dict[PullRequest, None]] = {}
-        self._held = 0
-        self._waking: deque[PullRequest] = deque()
-        self._draining = False
-        self._drain_call: IDelayedCall | None = None
+        super().__init__(clock, execute, max_per_connection, max_total, wake_slice)
         #: ``(topic, queue_id, offset) -> properties`` of a stored message, for held pulls whose
         #: filter checks properties (SQL92; Java's listener is handed them by the dispatch).
         self.properties_at: Callable[[str, int, int], Mapping[str, str] | None] | None = None
 
-    def can_hold(self, channel: Hashable) -> bool:
-        """Whether one more pull of *channel* may be parked."""
-        if self._held >= self.max_total:
-            return False
-        mine = self._by_channel.get(channel)
-        return mine is None or len(mine) < self.max_per_connection
+    def index_keys(self, pr: PullRequest) -> Iterable[Hashable]:
+        return ((pr.topic, pr.queue_id),)
 
     def suspend_pull_request(self, pr: PullRequest) -> Deferred:
-        self.table.setdefault((pr.topic, pr.queue_id), {})[pr] = None
-        self._by_channel.setdefault(pr.channel, {})[pr] = None
-        self._held += 1
-        pr.timer = self.clock.callLater(max(pr.timeout_ms, 0) / 1000.0, self._timed_out, pr)
-        return pr.deferred
-
-    def held(self) -> int:
-        return self._held
-
-    def _remove(self, pr: PullRequest) -> bool:
-        key = (pr.topic, pr.queue_id)
-        requests = self.table.get(key)
-        if not requests or requests.pop(pr, _ABSENT) is _ABSENT:
-            return False
-        if not requests:
-            del self.table[key]
-        mine = self._by_channel.get(pr.channel)
-        if mine is not None:
-            mine.pop(pr, None)
-            if not mine:
-                del self._by_channel[pr.channel]
-        self._held -= 1
-        if pr.timer is not None and pr.timer.active():
-            pr.timer.cancel()
-        return True
-
-    def _wake(self, pr: PullRequest) -> None:
-        try:
-            response = self.execute(pr)
-        except Exception as e:  # the dispatcher's errback turns this into SYSTEM_ERROR
-            pr.deferred.errback(e)
-            return
-        pr.deferred.callback(response)
-
-    def _timed_out(self, pr: PullRequest) -> None:
-        if self._remove(pr):
-            self._wake(pr)
+        return self._park(pr, pr.timeout_ms / 1000.0)
 
     def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
                                 tags_code: int | None = None) -> None:
@@ -140,43 +81,4 @@ class PullRequestHoldService:
                 if not by_log(properties):
                     continue
             ready.append(pr)
-        for pr in ready:
-            self._remove(pr)
-        self._waking.extend(ready)
-        self._drain()
-
-    def _drain(self) -> None:
-        self._drain_call = None
-        if self._draining:  # a wake's callbacks stored a message: the running drain goes on
-            return
-        self._draining = True
-        try:
-            waking = self._waking
-            for _ in range(min(self.wake_slice, len(waking))):
-                self._wake(waking.popleft())
-        finally:
-            self._draining = False
-        if self._waking and self._drain_call is None:
-            self._drain_call = self.clock.callLater(0, self._drain)
-
-    def drop_channel(self, channel: Hashable) -> int:
-        """The connection closed: forget its parked pulls (nobody is left to answer)."""
-        mine = self._by_channel.get(channel)
-        if not mine:
-            return 0
-        dropped = list(mine)
-        for pr in dropped:
-            self._remove(pr)
-            pr.deferred.callback(None)
-        return len(dropped)
-
-    def shutdown(self) -> None:
-        for requests in list(self.table.values()):
-            for pr in list(requests):
-                self._remove(pr)
-                pr.deferred.callback(None)
-        while self._waking:
-            self._waking.popleft().deferred.callback(None)
-        if self._drain_call is not None and self._drain_call.active():
-            self._drain_call.cancel()
-        self._drain_call = None
+        self._wake_all(ready)
