@@ -15,8 +15,7 @@ from typing import Any
 
 from rocketmq_tx.broker.controller import BrokerController
 from rocketmq_tx.broker.pop import PopRequest
-from rocketmq_tx.broker.processors.peek import pop_request_checks
-from rocketmq_tx.broker.processors.pop import MAX_POLL_TIME_MS
+from rocketmq_tx.broker.processors.pop import MAX_POLL_TIME_MS, pop_request_checks
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.extrainfo import build_polling_key, build_pop_retry_topic

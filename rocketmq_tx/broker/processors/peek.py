@@ -12,43 +12,14 @@ import random
 from typing import Any
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.processors.pop import MAX_POP_MSG_NUMS
-from rocketmq_tx.broker.remarks import suggest_todo
-from rocketmq_tx.common.route import PermName
+from rocketmq_tx.broker.processors.pop import MAX_POP_MSG_NUMS, pop_request_checks
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.extrainfo import build_pop_retry_topic
 from rocketmq_tx.remoting.headers.pop import PeekMessageRequestHeader, PopMessageResponseHeader
 from rocketmq_tx.store.status import GetMessageStatus
 
-__all__ = ["PeekMessageProcessor", "pop_request_checks"]
-
-
-def pop_request_checks(controller: BrokerController, ctx: Any, request: RemotingCommand, topic: str, queue_id: int,
-                       group: str) -> RemotingCommand | None:
-    """The checks PEEK_MESSAGE and POLLING_INFO share in Java, with their "peeking" remarks."""
-    s = controller.settings
-    if not PermName.is_readable(s["brokerPermission"]):
-        return request.make_response(ResponseCode.NO_PERMISSION,
-                                     f"the broker[{s['brokerIP1']}] peeking message is forbidden")
-    tc = controller.topic_config_manager.select_topic_config(topic)
-    if tc is None:
-        return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
-                                     f"topic[{topic}] not exist, apply first please! " + suggest_todo())
-    if not PermName.is_readable(tc.perm):
-        return request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
-    if queue_id >= tc.read_queue_nums:
-        return request.make_response(
-            ResponseCode.INVALID_PARAMETER,
-            f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}] "
-            f"consumer:[/{getattr(ctx, 'peer', '?')}]")
-    sgc = controller.subscription_group_manager.find_subscription_group_config(group)
-    if sgc is None:
-        return request.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                     f"subscription group [{group}] does not exist, " + suggest_todo())
-    if not sgc.consume_enable:
-        return request.make_response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
-    return None
+__all__ = ["PeekMessageProcessor"]
 
 
 class PeekMessageProcessor(HandlerProcessor):

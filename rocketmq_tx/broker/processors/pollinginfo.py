@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.processors.peek import pop_request_checks
+from rocketmq_tx.broker.processors.pop import pop_request_checks
 from rocketmq_tx.net.dispatch import HandlerProcessor, IRemotingContext
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.extrainfo import build_polling_key

@@ -44,7 +44,7 @@ from rocketmq_tx.remoting.headers.pop import PopMessageRequestHeader, PopMessage
 from rocketmq_tx.remoting.popbodies import PopCheckPoint
 from rocketmq_tx.store.status import GetMessageStatus
 
-__all__ = ["PopMessageProcessor", "MAX_POP_MSG_NUMS", "MAX_POLL_TIME_MS"]
+__all__ = ["pop_request_checks", "PopMessageProcessor", "MAX_POP_MSG_NUMS", "MAX_POLL_TIME_MS"]
 
 #: Java refuses a POP for more than 32 messages (INVALID_PARAMETER).
 MAX_POP_MSG_NUMS = 32
@@ -55,6 +55,40 @@ _RESTART_STATUSES = (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_
                      GetMessageStatus.OFFSET_FOUND_NULL)
 _SKIP_STATUSES = (GetMessageStatus.NO_MATCHED_MESSAGE, GetMessageStatus.OFFSET_FOUND_NULL,
                   GetMessageStatus.MESSAGE_WAS_REMOVING, GetMessageStatus.NO_MATCHED_LOGIC_QUEUE)
+
+
+def pop_request_checks(controller: BrokerController, ctx: Any, request: RemotingCommand, topic: str, queue_id: int,
+                       group: str, verb: str = "peeking", max_nums: int = 0) -> RemotingCommand | None:
+    """
+    The checks POP_MESSAGE, PEEK_MESSAGE and POLLING_INFO share in Java, in its order and with
+    its remarks: only the broker's refusal names the request (*verb*); the topic's says
+    "peeking" for all three. *max_nums*: POP's count, refused past 32.
+    """
+    s = controller.settings
+    if not PermName.is_readable(s["brokerPermission"]):
+        return request.make_response(ResponseCode.NO_PERMISSION,
+                                     f"the broker[{s['brokerIP1']}] {verb} message is forbidden")
+    if max_nums > MAX_POP_MSG_NUMS:
+        return request.make_response(ResponseCode.INVALID_PARAMETER,
+                                     f"the broker[{s['brokerIP1']}] pop message's num is greater than 32")
+    tc = controller.topic_config_manager.select_topic_config(topic)
+    if tc is None:
+        return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
+                                     f"topic[{topic}] not exist, apply first please! " + suggest_todo())
+    if not PermName.is_readable(tc.perm):
+        return request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden")
+    if queue_id >= tc.read_queue_nums:
+        return request.make_response(
+            ResponseCode.INVALID_PARAMETER,
+            f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{tc.read_queue_nums}] "
+            f"consumer:[/{getattr(ctx, 'peer', '?')}]")
+    sgc = controller.subscription_group_manager.find_subscription_group_config(group)
+    if sgc is None:
+        return request.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                     f"subscription group [{group}] does not exist, " + suggest_todo())
+    if not sgc.consume_enable:
+        return request.make_response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+    return None
 
 
 class _Pop:
@@ -88,32 +122,10 @@ class PopMessageProcessor(HandlerProcessor):
         c = self.controller
         s = self.settings
         header = PopMessageRequestHeader.from_ext_fields(request.ext_fields)
-        if not PermName.is_readable(s["brokerPermission"]):
-            return request.make_response(ResponseCode.NO_PERMISSION,
-                                         f"the broker[{s['brokerIP1']}] pop message is forbidden")
-        if header.max_msg_nums > MAX_POP_MSG_NUMS:
-            return request.make_response(ResponseCode.INVALID_PARAMETER,
-                                         f"the broker[{s['brokerIP1']}] pop message's num is greater than 32")
-        tc = c.topic_config_manager.select_topic_config(header.topic)
-        if tc is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST,
-                                         f"topic[{header.topic}] not exist, apply first please! " + suggest_todo())
-        if not PermName.is_readable(tc.perm):
-            return request.make_response(ResponseCode.NO_PERMISSION,
-                                         f"the topic[{header.topic}] peeking message is forbidden")
-        if header.queue_id >= tc.read_queue_nums:
-            return request.make_response(
-                ResponseCode.INVALID_PARAMETER,
-                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:"
-                f"[{tc.read_queue_nums}] consumer:[/{getattr(ctx, 'peer', '?')}]")
-        sgc = c.subscription_group_manager.find_subscription_group_config(header.consumer_group)
-        if sgc is None:
-            return request.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                         f"subscription group [{header.consumer_group}] does not exist, "
-                                         + suggest_todo())
-        if not sgc.consume_enable:
-            return request.make_response(ResponseCode.NO_PERMISSION,
-                                         f"subscription group no permission, {header.consumer_group}")
+        refused = pop_request_checks(c, ctx, request, header.topic, header.queue_id, header.consumer_group, "pop",
+                                     header.max_msg_nums)
+        if refused is not None:
+            return refused
         message_filter: SubscriptionFilter | SqlFilter | None = None
         if header.exp:
             try:
