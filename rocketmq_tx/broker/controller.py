@@ -78,7 +78,8 @@ class BrokerController:
         self.registrar: Any = None
         self.notify_consumer_ids_changed: Callable[[Hashable, str], object] = lambda channel, group: None
         self.topic_config_manager = TopicConfigManager(os.path.join(config_dir, "topics.json"), settings,
-                                                       on_created=lambda tc: self.on_topic_created(tc))
+                                                       on_created=lambda tc: self.on_topic_created(tc),
+                                                       timer_topic=self.store_config.timer_wheel_enable)
         self.subscription_group_manager = SubscriptionGroupManager(
             os.path.join(config_dir, "subscriptionGroup.json"), settings["autoCreateSubscriptionGroup"])
         self.consumer_offset_manager = ConsumerOffsetManager(os.path.join(config_dir, "consumerOffset.json"))

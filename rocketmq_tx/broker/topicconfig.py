@@ -16,6 +16,7 @@ from rocketmq_tx.common.attribute import TOPIC_ATTRIBUTES, alter_current_attribu
 from rocketmq_tx.common.route import PermName, TopicConfig
 from rocketmq_tx.common.validators import TOPIC_MAX_LENGTH, is_store_name_safe, validate_group, validate_topic
 from rocketmq_tx.store.configfile import ConfigFile, dumps
+from rocketmq_tx.store.timer.hook import TIMER_TOPIC
 
 __all__ = [
     "TopicConfigManager",
@@ -79,13 +80,17 @@ class TopicConfigManager:
     :param settings: the broker settings (for the system topics).
     :param on_created: called after a topic is created by a send, so the broker registers
         with the name servers at once (Java ``registerBrokerAll``).
+    :param timer_topic: ``timerWheelEnable``: 5.x's ``rmq_sys_wheel_timer`` (one queue) is a
+        system topic of the table, as Java 5.x adds it.
     :ivar on_dirty: called after every change instead of writing ``topics.json`` on the spot
         (the broker's :class:`~rocketmq_tx.broker.persister.MetadataPersister` writes it soon
         after, off the reactor); without it nothing is written until :meth:`persist`.
     """
 
-    def __init__(self, path: str, settings, on_created: Callable[[TopicConfig], object] | None = None) -> None:
+    def __init__(self, path: str, settings, on_created: Callable[[TopicConfig], object] | None = None,
+                 timer_topic: bool = False) -> None:
         self.file = ConfigFile(path)
+        self.timer_topic = timer_topic
         self.settings = settings
         self.on_created = on_created
         self.on_dirty: Callable[[], object] | None = None
@@ -116,6 +121,8 @@ class TopicConfigManager:
         # 5.x: POP's revive log (PopAckConstants.buildClusterReviveTopic), reviveQueueNum queues.
         self._system(f"rmq_sys_REVIVE_LOG_{s['brokerClusterName']}",
                      s["reviveQueueNum"] if "reviveQueueNum" in s else 8)
+        if self.timer_topic:
+            self._system(TIMER_TOPIC, 1)
 
     # ------------------------------------------------------------------ persistence
 

@@ -110,6 +110,13 @@ class TimerServiceTests(BrokerTestCase):
         self.assertEqual(doc["timingCount"]["TopicTest"]["count"], 1)
         self.assertEqual(sorted(doc["dataVersion"]), ["counter", "stateVersion", "timestamp"])
 
+    def test_timer_topic_in_table(self) -> None:
+        """timerWheelEnable: rmq_sys_wheel_timer is a system topic of one queue, as Java 5.x adds it."""
+        manager = self.controller.topic_config_manager
+        tc = manager.select_topic_config("rmq_sys_wheel_timer")
+        self.assertEqual((tc.read_queue_nums, tc.write_queue_nums, tc.perm), (1, 1, 6))
+        self.assertTrue(manager.is_system_topic("rmq_sys_wheel_timer"))
+
     def test_runtime_info_keys(self) -> None:
         """GET_BROKER_RUNTIME_INFO has Java 5.x's timer keys: pending count, read lag, offset lag, rates."""
         self.send_timer(T0_MS + 3000)
@@ -141,6 +148,7 @@ class DisabledTests(BrokerTestCase):
     def test_refused_and_codes_without_store(self) -> None:
         """timerWheelEnable=false: timer sends refused (SYSTEM_ERROR), 60/61 answer Java's null remarks."""
         self.assertIsNone(self.controller.timer_message_service)
+        self.assertNotIn("rmq_sys_wheel_timer", self.controller.topic_config_manager.topic_config_table)
         response = self.send(body_props=props(TIMER_DELAY_SEC="5"))
         self.assertEqual((response.code, response.remark), (
             ResponseCode.SYSTEM_ERROR, "accurate timer message is not enabled, timerWheelEnable is false"))

@@ -1,0 +1,122 @@
+"""
+The broker's transactional send path in process: CPU per message of a plain send, and of a
+transactional one (the half message's SEND_MESSAGE_V2, then END_TRANSACTION commit: the real
+message and the op message), through the broker's own processor table, without the network
+(issue #21's transactional ratio, the broker's share of it).
+
+    python bench/txpath.py [--messages 20000] [--rounds 5] [--profile]
+
+A broker controller (ASYNC_FLUSH, Java's default file sizes) on a temp store; 1 KiB bodies
+with the properties the 5.5.0 producer sends (UNIQ_KEY, WAIT, TAGS; and TRAN_MSG, PGROUP for
+a half message). Prints the median µs of process CPU per message for each and their ratio
+(plain / transactional: the broker's best case for the end-to-end ratio). ``--profile``
+adds a cProfile of one transactional round. Run it on two commits, same machine, to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from twisted.internet.testing import MemoryReactorClock  # noqa: E402
+
+from rocketmq_tx.broker.config import BrokerSettings  # noqa: E402
+from rocketmq_tx.broker.controller import BrokerController  # noqa: E402
+from rocketmq_tx.broker.processors import processor_table  # noqa: E402
+from rocketmq_tx.common.message import properties_to_string  # noqa: E402
+from rocketmq_tx.common.msgid import UniqueKeyGenerator  # noqa: E402
+from rocketmq_tx.common.sysflag import MessageSysFlag  # noqa: E402
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode  # noqa: E402
+from rocketmq_tx.remoting.headers.send import SendMessageRequestHeader  # noqa: E402
+from rocketmq_tx.remoting.headers.transaction import EndTransactionRequestHeader  # noqa: E402
+
+TOPIC = "BenchTx"
+
+
+class _Reactor(MemoryReactorClock):
+    def callFromThread(self, f, *args, **kw):  # noqa: N802 (Twisted's name)
+        f(*args, **kw)
+
+
+class _Ctx:
+    peer = "127.0.0.1:5555"
+
+    def send_oneway(self, request: RemotingCommand) -> None:
+        pass
+
+
+def start(root: str) -> tuple[BrokerController, object]:
+    settings = BrokerSettings({"brokerIP1": "127.0.0.1", "brokerName": "broker-a"})
+    assert not settings.update_from_properties({"storePathRootDir": root})
+    controller = BrokerController(settings, _Reactor())
+    assert controller.load()
+    controller.start()
+    return controller, processor_table(controller)
+
+
+def run(table, n: int, transactional: bool, ids: UniqueKeyGenerator, body: bytes) -> None:
+    ctx = _Ctx()
+    for i in range(n):
+        key = ids.create_uniq_id()
+        props = {"UNIQ_KEY": key, "WAIT": "true", "TAGS": "TagA"}
+        if transactional:
+            props.update(TRAN_MSG="true", PGROUP="bench_pg")
+        header = SendMessageRequestHeader(
+            producer_group="bench_pg", topic=TOPIC, default_topic="TBW102", default_topic_queue_nums=4,
+            queue_id=i % 4, sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE if transactional else 0,
+            born_timestamp=int(time.time() * 1000), flag=0, properties=properties_to_string(props))
+        request = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, header.to_v2().to_ext_fields(), body,
+                                          version=409)
+        response = table.dispatch(ctx, request)
+        assert response.code == ResponseCode.SUCCESS, (response.code, response.remark)
+        if transactional:
+            f = response.ext_fields
+            end = EndTransactionRequestHeader("bench_pg", int(f["queueOffset"]), int(f["msgId"][-16:], 16),
+                                              MessageSysFlag.TRANSACTION_COMMIT_TYPE, False, key, key)
+            request = RemotingCommand.request(RequestCode.END_TRANSACTION, end.to_ext_fields(), version=409)
+            ended = table.dispatch(ctx, request)
+            assert ended.code == ResponseCode.SUCCESS, (ended.code, ended.remark)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    root = tempfile.mkdtemp(prefix="txpath-")
+    try:
+        controller, table = start(root)
+        ids, body = UniqueKeyGenerator(), os.urandom(1024)
+        run(table, 2000, False, ids, body)  # warm-up: files created, topic auto-created
+        run(table, 2000, True, ids, body)
+        figures: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(args.rounds):
+            for transactional in (False, True):
+                t0 = time.process_time()
+                run(table, args.messages, transactional, ids, body)
+                figures[transactional].append((time.process_time() - t0) / args.messages * 1e6)
+        plain, tx = statistics.median(figures[False]), statistics.median(figures[True])
+        print(f"plain send {plain:.1f} µs, transactional (half + commit) {tx:.1f} µs of CPU per message "
+              f"(median of {args.rounds} rounds of {args.messages:,}); plain / transactional = {plain / tx:.3f}")
+        if args.profile:
+            profile = cProfile.Profile()
+            profile.runcall(run, table, args.messages, True, ids, body)
+            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+        controller.shutdown()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
