@@ -250,15 +250,19 @@ class BrokerController:
 
     # ------------------------------------------------------------------ puts
 
-    def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult | Deferred:
-        """Store one message; a Deferred when SYNC_FLUSH must wait for the disk."""
-        return self._settle(self.store.async_put_message(msg), msg.topic)
+    def put_message(self, msg: MessageExtBrokerInner, stats: bool = True) -> PutMessageResult | Deferred:
+        """
+        Store one message; a Deferred when SYNC_FLUSH must wait for the disk. *stats*: count it
+        in the topic's put figures (Java counts sends and send-backs; not the messages the
+        broker writes on its own: committed and op messages, OffsetMovedEvents).
+        """
+        return self._settle(self.store.async_put_message(msg), msg.topic if stats else None)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult | Deferred:
         return self._settle(self.store.async_put_messages(batch), batch.topic)
 
-    def _settle(self, result: PutMessageResult, topic: str) -> PutMessageResult | Deferred:
-        if result.is_ok() and result.append_result is not None:
+    def _settle(self, result: PutMessageResult, topic: str | None) -> PutMessageResult | Deferred:
+        if topic is not None and result.is_ok() and result.append_result is not None:
             self.stats.put(topic, result.append_result.msg_num, result.append_result.wrote_bytes)
         future = result.flush_future
         if future is None:
@@ -325,7 +329,7 @@ class BrokerController:
             msg = MessageExtBrokerInner(
                 OFFSET_MOVED_EVENT, fastjson.dumps(event), properties_to_string(props).encode(), 0, 0, 0,
                 self.now_ms(), host, host, 0, property_map=props)
-            self.put_message(msg)
+            self.put_message(msg, stats=False)
         except Exception:  # Java logs and goes on: the pull's answer does not depend on it
             log.failure("cannot store the OffsetMovedEvent")
 

@@ -92,7 +92,7 @@ class EndTransactionProcessor(HandlerProcessor):
             inner = final_message(half, COMMIT, header.commit_log_offset)
         except (ValueError, KeyError) as e:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
-        result = self.controller.put_message(inner)
+        result = self.controller.put_message(inner, stats=False)
         if hasattr(result, "addCallback"):
             return result.addCallback(self._committed, request, half)
         return self._committed(result, request, half)

@@ -189,6 +189,15 @@ class EndTransactionTests(TransactionTestCase):
         self.assertEqual(self.queue(TRANS_OP_HALF_TOPIC), [])
         self.assertEqual(self.queue(TOPIC, 2), [])
 
+    def test_put_figures(self) -> None:
+        """As Java: the half message counts as a put to the half topic (the send processor's
+        figures); the committed and op messages the broker writes itself count nowhere."""
+        self.send_half()
+        self.assertEqual(self.end(0, 0, COMMIT).code, ResponseCode.SUCCESS)
+        stats = self.controller.stats
+        self.assertEqual(stats.put_total, 1)
+        self.assertEqual(set(stats.items["TOPIC_PUT_NUMS"]), {"RMQ_SYS_TRANS_HALF_TOPIC"})
+
     def test_from_check_commit(self) -> None:
         self.send_half()
         self.assertEqual(self.end(0, 0, COMMIT, from_check=True).code, ResponseCode.SUCCESS)

@@ -134,7 +134,7 @@ class TransactionalMessageBridge:
         """A put that does not wait for the disk (every message the transaction code writes
         itself has WAIT false, as in Java)."""
         try:
-            result = self.controller.put_message(msg)
+            result = self.controller.put_message(msg, stats=False)
         except Exception:
             log.exception("put to %s failed", msg.topic)
             return None

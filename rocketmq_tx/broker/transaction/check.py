@@ -81,7 +81,7 @@ class TransactionCheckListener:
             self.controller.topic_config_manager.create_topic_in_send_message_back_method(
                 TRANS_CHECK_MAX_TIME_TOPIC, TCMT_QUEUE_NUMS, PermName.PERM_READ | PermName.PERM_WRITE)
             inner = check_max_message(msg, self.random.randrange(99999999) % TCMT_QUEUE_NUMS)
-            result = self.controller.put_message(inner)
+            result = self.controller.put_message(inner, stats=False)
             status = getattr(result, "status", None)
             if status is None or status.name != "PUT_OK":
                 log.error("Put checked-too-many-time half message to TRANS_CHECK_MAXTIME_TOPIC failed, msgId={id}",

@@ -12,6 +12,8 @@ resolved half message's queue offset as decimal text for body.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from rocketmq_tx.broker.topicconfig import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rocketmq_tx.common.message import MessageConst, MessageExt, properties_to_string, wait_store_msg_ok
 from rocketmq_tx.common.messagecodec import java_string_hash
@@ -67,13 +69,16 @@ def parse_op_body(body: bytes) -> list[int]:
     return [java_long(part) for part in parts] or [-1]
 
 
+_V = TypeVar("_V")
+
+
 def _java_hash_index(key: str, capacity: int) -> int:
     h = java_string_hash(key) & 0xFFFFFFFF
     h ^= h >> 16
     return h & (capacity - 1)
 
 
-def java_hashmap_order(props: dict[str, str]) -> dict[str, str]:
+def java_hashmap_order(props: dict[str, _V]) -> dict[str, _V]:
     """
     *props* in the order a ``java.util.HashMap`` holding them iterates (bucket order, then
     insertion within a bucket; default capacity 16, doubling at 0.75 load). Only for the
@@ -136,14 +141,20 @@ def op_message(half: MessageExt, uniq_key: str, now_ms: int, broker_host: tuple[
     *half* (its queue offset as text) in the op queue of the same id. ``new Message(topic,
     tags, body)`` sets WAIT=true, and the bridge a fresh UNIQ_KEY; born and stored by the broker.
     """
-    props = java_hashmap_order({MessageConst.PROPERTY_TAGS: REMOVE_TAG,
-                                MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "true",
-                                MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: uniq_key})
+    props = {name: uniq_key if value is None else value for name, value in _OP_PROPERTIES}
     return MessageExtBrokerInner(
         topic=TRANS_OP_HALF_TOPIC, body=str(half.queue_offset).encode(),
         properties=properties_to_string(props).encode(),
         queue_id=half.queue_id, flag=0, sys_flag=0, born_timestamp=now_ms, born_host=broker_host,
-        store_host=broker_host, tags_code=java_string_hash(REMOVE_TAG), property_map=props, wait_store_msg_ok=False)
+        store_host=broker_host, tags_code=_REMOVE_TAG_CODE, property_map=props, wait_store_msg_ok=False)
+
+
+#: an op message's properties in java.util.HashMap's order (the same three names every time,
+#: so the order is worked out once); ``None`` stands for the message's UNIQ_KEY
+_OP_PROPERTIES = tuple(java_hashmap_order({MessageConst.PROPERTY_TAGS: REMOVE_TAG,
+                                           MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "true",
+                                           MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: None}).items())
+_REMOVE_TAG_CODE = java_string_hash(REMOVE_TAG)
 
 
 def final_message(half: MessageExt, transaction_type: int, commit_log_offset: int) -> MessageExtBrokerInner:
