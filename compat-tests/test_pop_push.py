@@ -3,9 +3,10 @@ The official 5.5.0 remoting client's ``DefaultMQPushConsumer`` in POP mode again
 ``rocketmq-standalone`` and the Java 5.5.0 name server + broker, in the same run, with the same
 program (``rocketmq.compat.PopPushPeer``, run against both at once), asserting the same outcome:
 
-* the groups' request mode set to POP with SET_MESSAGE_REQUEST_MODE (``DefaultMQAdminExt.
-  setMessageRequestMode``, the call behind ``mqadmin setConsumeMode``; the CLI itself is run in
-  test_metadata5_interop.py), read back with GET_ALL_MESSAGE_REQUEST_MODE;
+* the groups' request mode set to POP with SET_MESSAGE_REQUEST_MODE: one group's by
+  ``mqadmin setConsumeMode -c <cluster>`` (every master the name server lists; ``-b`` is run in
+  test_metadata5_interop.py), the others' by ``DefaultMQAdminExt.setMessageRequestMode``; read back
+  with GET_ALL_MESSAGE_REQUEST_MODE;
 * consumers with ``clientRebalance=false`` learn POP mode through QUERY_ASSIGNMENT and consume by
   POP_MESSAGE (each message carries the POP_CK the broker built), ack with ACK_MESSAGE: every
   message delivered once, nothing delivered again after the invisible time;
@@ -37,11 +38,12 @@ from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 pytestmark = pytest.mark.compat
 
 SCENARIOS = ("ack", "retry", "orderly")
+CLUSTER = "PopPush"
 SEND_PATH_KEYS = {"MSG_REGION", "TRACE_ON", "WAIT"}
 
 
 def run_peer(classpath: str, ns: str, addr: str, side: str) -> dict:
-    jp = jh.spawn_java(classpath, "PopPushPeer", [ns, addr, side.capitalize()])
+    jp = jh.spawn_java(classpath, "PopPushPeer", [ns, addr, side.capitalize(), CLUSTER])
     lines = jh.collect(jp, timeout=150)
     return json.loads(next(line for line in lines if line.startswith("{")))
 
@@ -55,13 +57,13 @@ def runs(java_classpath_5, tmp_path_factory):
     out: dict[str, dict] = {"tx": {}, "java": {}}
 
     def tx() -> None:
-        ours = procs["tx"] = tb.start_standalone(tmp / "tx-store", name="tx-poppush", cluster="PopPush")
+        ours = procs["tx"] = tb.start_standalone(tmp / "tx-store", name="tx-poppush", cluster=CLUSTER)
         out["tx"]["addr"] = ours.addr
         out["tx"]["run"] = run_peer(java_classpath_5, ours.namesrv, ours.addr, "tx")
 
     def java() -> None:
         namesrv, ns, home = procs["java_ns"] = rj.start_namesrv(java_classpath_5, label="poppush-ns")
-        procs["java"], addr, _ = rj.start_broker(java_classpath_5, ns, broker_name="java-poppush", cluster="PopPush",
+        procs["java"], addr, _ = rj.start_broker(java_classpath_5, ns, broker_name="java-poppush", cluster=CLUSTER,
                                                  home=home, store_root=tmp / "java-store")
         rj.wait_for_registration(ns)
         out["java"]["addr"] = addr
@@ -134,9 +136,12 @@ def summary(run: dict, side: str) -> dict:
 
 
 def test_request_mode_read_back(runs):
-    """The mode PopPushPeer set (SET_MESSAGE_REQUEST_MODE) is what both brokers answer with 402."""
+    """The modes PopPushPeer set (SET_MESSAGE_REQUEST_MODE, one through ``mqadmin setConsumeMode -c``)
+    are what both brokers answer with 402."""
     got = {}
     for side, started in runs.items():
+        out = started["run"]["setConsumeMode"]
+        assert f"set consume mode to {started['addr']} success" in out, (side, out)
         table = modes(started["addr"])
         got[side] = {s: table["PopPush" + side.capitalize() + "_" + s]["PopPushGroup" + side.capitalize() + "_" + s]
                      ["mode"] for s in SCENARIOS}

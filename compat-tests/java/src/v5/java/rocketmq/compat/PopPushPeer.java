@@ -1,5 +1,7 @@
 package rocketmq.compat;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -24,15 +26,16 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.message.MessageRequestMode;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+import org.apache.rocketmq.tools.command.MQAdminStartup;
 
 /**
  * DefaultMQPushConsumer of the 5.x remoting client in POP mode, for test_pop_push.py.
  *
- * Usage: PopPushPeer NAMESRV BROKER_ADDR TAG
+ * Usage: PopPushPeer NAMESRV BROKER_ADDR TAG CLUSTER
  *
- * Creates three topics on BROKER_ADDR and sets their groups' request mode to POP with
- * DefaultMQAdminExt.setMessageRequestMode (SET_MESSAGE_REQUEST_MODE, what mqadmin setConsumeMode
- * calls), sends, then runs three push consumers at once (clientRebalance=false, so the client asks
+ * Creates three topics on BROKER_ADDR and sets their groups' request mode to POP (SET_MESSAGE_REQUEST_MODE):
+ * the retry group's with mqadmin setConsumeMode -c CLUSTER (MQAdminStartup in this JVM, its stdout
+ * captured), the others' with DefaultMQAdminExt.setMessageRequestMode (what setConsumeMode -b calls); sends, then runs three push consumers at once (clientRebalance=false, so the client asks
  * the broker with QUERY_ASSIGNMENT and switches to POP):
  *   ack      16 messages, every one CONSUME_SUCCESS: each delivered once, acked, never again;
  *   retry    "ok" consumed, "once" RECONSUME_LATER the first time, "never" always RECONSUME_LATER
@@ -43,7 +46,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * The client's POP delay table (10 s, 30 s, ... by default, not configurable) is set to 1 s through
  * reflection to keep the run short. Every delivery is recorded; once all the expected ones have
  * arrived a quiet period longer than the POP invisible time shows nothing is redelivered.
- * Prints one JSON line {"deliveries": {scenario: [...]}, "timedOut"} and exits.
+ * Prints one JSON line {"setConsumeMode": mqadmin's stdout, "deliveries": {scenario: [...]}, "timedOut"} and exits.
  */
 public final class PopPushPeer {
     private static final long INVISIBLE_MS = 5000;
@@ -64,6 +67,7 @@ public final class PopPushPeer {
         String namesrv = args[0];
         String addr = args[1];
         String tag = args[2];
+        String cluster = args[3];
         String suffix = tag + Long.toHexString(System.nanoTime());
         DefaultMQAdminExt admin = new DefaultMQAdminExt(15000);
         admin.setNamesrvAddr(namesrv);
@@ -75,8 +79,13 @@ public final class PopPushPeer {
             TopicConfig tc = new TopicConfig(topic(tag, s), s.equals("orderly") ? ORDER_QUEUES : 4,
                 s.equals("orderly") ? ORDER_QUEUES : 4);
             admin.createAndUpdateTopicConfig(addr, tc);
-            admin.setMessageRequestMode(addr, topic(tag, s), group(tag, s), MessageRequestMode.POP, 1, 15000);
+            if (!"retry".equals(s)) {
+                admin.setMessageRequestMode(addr, topic(tag, s), group(tag, s), MessageRequestMode.POP, 1, 15000);
+            }
         }
+        // the retry group through mqadmin itself, by cluster (-c: every master the name server lists)
+        String cliOut = mqadmin("setConsumeMode", "-n", namesrv, "-c", cluster, "-t", topic(tag, "retry"),
+            "-g", group(tag, "retry"), "-m", "POP", "-q", "1");
         long deadline = System.currentTimeMillis() + TIMEOUT_MS;
         for (String s : scenarios) {  // the name server must route a new topic before clients use it
             while (true) {
@@ -113,9 +122,21 @@ public final class PopPushPeer {
         }
         admin.shutdown();
         synchronized (DELIVERIES) {
-            Out.json(Json.obj("deliveries", DELIVERIES, "timedOut", timedOut));
+            Out.json(Json.obj("setConsumeMode", cliOut, "deliveries", DELIVERIES, "timedOut", timedOut));
         }
         System.exit(0);
+    }
+
+    private static String mqadmin(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream saved = System.out;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            MQAdminStartup.main0(args, null);
+        } finally {
+            System.setOut(saved);
+        }
+        return out.toString(StandardCharsets.UTF_8);
     }
 
     private static String topic(String tag, String scenario) {
