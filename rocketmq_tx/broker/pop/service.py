@@ -12,7 +12,7 @@ without a timer store we write them at once and keep the due times here (docs/co
 
 When a checkpoint's invisible time has passed, each message not acked is re-put to the POP
 retry topic (``%RETRY%<group>_<topic>``, or ``+`` with ``enableRetryTopicV2``) with its
-reconsume count + 1 and ``1ST_POP_TIME``, as Java's ``reviveRetry``. Java's broker never
+reconsume count + 1, ``1ST_POP_TIME`` and ``ORIGIN_GROUP``, as Java 5.5.0's ``reviveRetry``. Java's broker never
 sends POP messages to the DLQ: the 5.x clients and the proxy do (``sendMessageBack``).
 
 All work runs on the reactor in bounded slices: :meth:`revive_due` handles at most
@@ -315,6 +315,8 @@ class PopService:
         props = dict(msg.properties)
         if msg.reconsume_times == 0 or MessageConst.PROPERTY_FIRST_POP_TIME not in props:
             props[MessageConst.PROPERTY_FIRST_POP_TIME] = str(ck.pop_time)
+        # 5.5.0's reviveRetry names the group on every revived message (5.3.3 did not)
+        props[MessageConst.PROPERTY_ORIGIN_GROUP] = ck.cid
         tc = self.controller.topic_config_manager.create_topic_in_send_message_back_method(topic, RETRY_QUEUE_NUM,
                                                                                         _RW)
         if tc is None:

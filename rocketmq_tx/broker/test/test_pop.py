@@ -142,6 +142,7 @@ class AckReviveTests(PopTestCase):
         self.assertEqual((msg.topic, msg.body, msg.reconsume_times), (TOPIC, b"x", 1))
         self.assertEqual(msg.properties["1ST_POP_TIME"],
                          str(PopMessageResponseHeader.from_ext_fields(first.ext_fields).pop_time))
+        self.assertEqual(msg.properties["ORIGIN_GROUP"], "g")
         extra = ei.parse_extra_info(msg.properties["POP_CK"])
         self.assertEqual((extra.retry, extra.queue_offset), ("1", 0))
         self.assertEqual(self.ack(again, msg, TOPIC).code, ResponseCode.SUCCESS)
