@@ -288,7 +288,7 @@ def main_five(args: argparse.Namespace, targets: list[str], tools_cp: str) -> No
     if "pop" in parts:
         head.update(seconds=seconds, warmup_phase_s=warmup,
                     pop={"backlog": args.pop_backlog, "inflight": args.pop_inflight, "batch": args.pop_batch,
-                         "poll_ms": args.pop_poll_ms, "invisible_ms": five.POP_INVISIBLE_MS, "queues": 4})
+                         "poll_ms": args.pop_poll_ms, "invisible_ms": args.pop_invisible_ms, "queues": 4})
     if "timer" in parts:
         head["timer"] = {"count": args.timer_count, "spread_s": args.timer_spread, "delay_s": args.timer_delay,
                          "timerPrecisionMs": five.TIMER_PRECISION_MS}
@@ -335,6 +335,9 @@ def main() -> None:
     parser.add_argument("--pop-batch", type=int, default=32, help="--pop: maxMsgNums of each pop (default 32)")
     parser.add_argument("--pop-poll-ms", type=int, default=0,
                         help="--pop: each pop's long-polling time, ms (default 0: none; see brokerbench.five)")
+    parser.add_argument("--pop-invisible-ms", type=int, default=five.POP_INVISIBLE_MS,
+                        help="--pop: each pop's invisible time, ms (default 60000, longer than the run; a short "
+                             "one with a small backlog and a long --seconds checks that acked messages stay acked)")
     parser.add_argument("--timer-count", type=int, default=20_000, help="--timer: timer messages (default 20,000)")
     parser.add_argument("--timer-spread", type=float, default=60.0,
                         help="--timer: seconds over which they are sent, and so their deliver times (default 60)")

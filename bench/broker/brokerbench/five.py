@@ -43,7 +43,7 @@ from .features import _json_tool
 from .peers import BenchHome, Target, cpu_seconds, rss_kib
 from .report import get, ratio
 from .settings import BODY_SIZE, TOOL_JVM, log
-from .tools import ensure_topic
+from .tools import Tool, ensure_topic
 
 POP_TOPIC = "BenchPop"
 POP_GROUP = "bench_pop_consumer"
@@ -57,7 +57,7 @@ TIMER_PRECISION_MS = 1000
 
 
 def bench_pop(target: Target, cp: str, backlog: int, inflight: int, batch: int, poll_ms: int, warmup: float,
-              seconds: float) -> dict:
+              seconds: float, invisible_ms: int = POP_INVISIBLE_MS) -> dict:
     """Store *backlog* messages, then PopBench (*inflight* pops of up to *batch*) for *warmup* + *seconds*."""
     home = BenchHome("bench-broker-tools", TOOL_JVM)
     ensure_topic(target.namesrv_addr, POP_TOPIC)  # one more message in the backlog
@@ -70,17 +70,9 @@ def bench_pop(target: Target, cp: str, backlog: int, inflight: int, batch: int, 
     time.sleep(2.0)  # let the ConsumeQueue dispatch catch up with the last sends
     log(f"{target.name}: PopBench, {inflight} pops in flight of up to {batch}, poll {poll_ms} ms, "
         f"{warmup:.0f} s warm-up + {seconds:.0f} s")
-    cpu0, t0 = cpu_seconds(target.broker_pid), time.monotonic()
-    pop = _json_tool(cp, home, "rocketmq.bench.PopBench",
-                     [target.namesrv_addr, POP_TOPIC, POP_GROUP, str(inflight), str(batch), str(POP_INVISIBLE_MS),
-                      str(poll_ms), str(warmup), str(seconds), str(out["backlog"])],
-                     timeout=warmup + seconds + 120)
-    cpu1, t1 = cpu_seconds(target.broker_pid), time.monotonic()
-    if cpu0 is not None and cpu1 is not None:
-        # over the tool's whole life (start-up, warm-up, window, ack drain), per message acked in it
-        pop["broker_cpu_pct"] = round((cpu1 - cpu0) / (t1 - t0) * 100, 1)
-        if pop.get("acked_total"):
-            pop["broker_cpu_us_per_msg"] = round((cpu1 - cpu0) / pop["acked_total"] * 1e6, 2)
+    pop = _pop_tool(cp, home, [target.namesrv_addr, POP_TOPIC, POP_GROUP, str(inflight), str(batch),
+                               str(invisible_ms), str(poll_ms), str(warmup), str(seconds), str(out["backlog"])],
+                    target.broker_pid, warmup + seconds + 120)
     # the backlog ran out before the window's end: the window undercounts (raise --pop-backlog)
     at = pop.get("exhausted_at_s")
     pop["backlog_exhausted"] = at is not None and at < seconds
@@ -88,6 +80,36 @@ def bench_pop(target: Target, cp: str, backlog: int, inflight: int, batch: int, 
     out["broker_rss_kib_after_pop"] = rss_kib(target.broker_pid)
     log(f"{target.name}: pop: {json.dumps(pop)}")
     return out
+
+
+def _pop_tool(cp: str, home: BenchHome, args: list[str], broker_pid: int, timeout: float) -> dict:
+    """PopBench to its end; the broker's and PopBench's CPU time over its measured window (sampled
+    when it prints "window start" and "window end"), per message acked in the window."""
+    tool = Tool(cp, home, "rocketmq.bench.PopBench", args)
+    marks: dict[str, tuple[float, float | None, float | None]] = {}
+    try:
+        deadline = time.monotonic() + timeout
+        while tool.proc.poll() is None and time.monotonic() < deadline:
+            seen = {line for _, line in list(tool.lines) if line.startswith("window ")}
+            for mark in seen - marks.keys():
+                marks[mark] = (time.monotonic(), cpu_seconds(broker_pid), cpu_seconds(tool.proc.pid))
+            time.sleep(0.02)
+    finally:
+        tool.stop()
+    for _, line in reversed(tool.lines):
+        if line.startswith("{"):
+            result = json.loads(line.replace("NaN", "null"))
+            break
+    else:
+        raise RuntimeError(f"PopBench printed no result; stderr {tool.stderr_path}:\n{tool.stderr_tail()}")
+    if "window start" in marks and "window end" in marks:
+        (t0, b0, c0), (t1, b1, c1) = marks["window start"], marks["window end"]
+        for who, start, end in (("broker", b0, b1), ("client", c0, c1)):
+            if start is not None and end is not None:
+                result[f"{who}_cpu_pct"] = round((end - start) / (t1 - t0) * 100, 1)  # of one core
+                if result.get("acked"):
+                    result[f"{who}_cpu_us_per_msg"] = round((end - start) / result["acked"] * 1e6, 2)
+    return result
 
 
 def bench_timer(target: Target, cp: str, count: int, spread: float, delay: float) -> dict:
@@ -114,7 +136,7 @@ def bench_five(target: Target, cp: str, args, parts: tuple[str, ...], seconds: f
     out: dict = {"name": target.name, "startup_s": round(target.startup_s, 3), **target.info}
     if "pop" in parts:
         out.update(bench_pop(target, cp, args.pop_backlog, args.pop_inflight, args.pop_batch, args.pop_poll_ms,
-                             warmup, seconds))
+                             warmup, seconds, args.pop_invisible_ms))
     if "timer" in parts:
         out.update(bench_timer(target, cp, args.timer_count, args.timer_spread, args.timer_delay))
     return out
@@ -134,10 +156,13 @@ FIVE_ROWS = [
     ("POP failed pops + acks (whole run)", lambda r: r["pop"]["pop_failed_total"] + r["pop"]["ack_failed_total"],
      "= 0"),
     ("POP acks unanswered at the end", lambda r: r["pop"]["acks_unanswered"], "= 0"),
+    # more popped than stored: a message came back (revived) although its ack was answered OK
+    ("POP popped beyond the backlog", lambda r: max(r["pop"]["popped_total"] - r["backlog"], 0), "= 0"),
     ("POP backlog ran out in or before the window", lambda r: r["pop"]["backlog_exhausted"], "= False"),
     ("POP backlog ran out at s (from the window's start)", lambda r: r["pop"]["exhausted_at_s"], ""),
-    ("POP broker CPU %", lambda r: r["pop"]["broker_cpu_pct"], ""),
+    ("POP broker CPU % in the window", lambda r: r["pop"]["broker_cpu_pct"], ""),
     ("POP broker CPU us per acked message", lambda r: r["pop"]["broker_cpu_us_per_msg"], ""),
+    ("POP client (PopBench) CPU % in the window", lambda r: r["pop"]["client_cpu_pct"], ""),
     ("backlog load TPS (SqlLoad, 64 threads)", lambda r: r["load"]["tps"], ""),
     ("timer lateness p50 ms", lambda r: r["timer"]["lateness_p50_ms"], ""),
     ("timer lateness p99 ms", lambda r: r["timer"]["lateness_p99_ms"], "<= Java"),

@@ -49,7 +49,7 @@ import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
  *
  * <p>Usage: PopBench namesrvAddr topic group inflight batch invisibleMs pollMs warmupSeconds seconds backlog
  *
- * <p>Prints one JSON line.
+ * <p>Prints "window start" and "window end" as the window opens and closes, then one JSON line.
  */
 public final class PopBench {
     private static final long TIMEOUT_MS = 10_000;
@@ -288,10 +288,16 @@ public final class PopBench {
         for (int i = 0; i < inflight; i++) {
             bench.pop();
         }
+        // the caller samples the broker's CPU time at these two lines
         long now;
-        while ((now = System.nanoTime()) < bench.windowEnd) {
-            Thread.sleep(Math.max(1, Math.min(200, (bench.windowEnd - now) / 1_000_000)));
+        while ((now = System.nanoTime()) < bench.windowStart) {
+            Thread.sleep(Math.max(1, Math.min(20, (bench.windowStart - now) / 1_000_000)));
         }
+        System.out.println("window start");
+        while ((now = System.nanoTime()) < bench.windowEnd) {
+            Thread.sleep(Math.max(1, Math.min(20, (bench.windowEnd - now) / 1_000_000)));
+        }
+        System.out.println("window end");
         bench.running.set(false);
         // let the outstanding acks finish, so that a lost ack shows as unanswered rather than hidden
         long drainEnd = System.nanoTime() + TIMEOUT_MS * 1_000_000L + 2_000_000_000L;
