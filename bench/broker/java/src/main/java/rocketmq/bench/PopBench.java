@@ -48,6 +48,10 @@ import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
  * message; a window it ran out in undercounts.
  *
  * <p>Usage: PopBench namesrvAddr topic group inflight batch invisibleMs pollMs warmupSeconds seconds backlog
+ * [noack]
+ *
+ * <p>noack: no message is acked, a negative control of the "popped beyond the backlog" check
+ * (with a short invisible time every message must then come back).
  *
  * <p>Prints "window start" and "window end" as the window opens and closes, then one JSON line.
  */
@@ -68,6 +72,7 @@ public final class PopBench {
     private volatile long windowStart = Long.MAX_VALUE;
     private volatile long windowEnd = Long.MAX_VALUE;
     private long backlog = Long.MAX_VALUE;
+    private boolean ackAll = true;
     private volatile long exhaustedAt = Long.MIN_VALUE;
 
     private final LongAdder pops = new LongAdder();
@@ -151,7 +156,9 @@ public final class PopBench {
                             popped.add(msgs.size());
                         }
                         for (MessageExt m : msgs) {
-                            ack(m);
+                            if (ackAll) {
+                                ack(m);
+                            }
                         }
                     }
                     nextPop();
@@ -268,6 +275,8 @@ public final class PopBench {
         double warmup = Double.parseDouble(args[7]);
         double seconds = Double.parseDouble(args[8]);
         long backlog = Long.parseLong(args[9]);
+        // "noack": a negative control of the acks-hold check (every message must come back)
+        boolean ackAll = args.length < 11 || !"noack".equals(args[10]);
 
         ClientConfig config = new ClientConfig();
         config.setNamesrvAddr(namesrv);
@@ -282,6 +291,7 @@ public final class PopBench {
         PopBench bench = new PopBench(api, topic, group, broker.getBrokerName(), addr, inflight, batch, invisibleMs,
             pollMs);
         bench.backlog = backlog;
+        bench.ackAll = ackAll;
         long start = System.nanoTime();
         bench.windowStart = start + (long) (warmup * 1e9);
         bench.windowEnd = bench.windowStart + (long) (seconds * 1e9);
