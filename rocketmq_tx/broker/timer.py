@@ -142,9 +142,8 @@ class TimerMessageService(service.Service):
         """Seconds to the next tick when nothing is left to do: the polling interval, or less
         when a precision boundary comes first. A slot is due once the clock has passed its
         tick (the write time moves at the boundary), so a tick 1 ms after each boundary
-        delivers it then rather than up to one polling interval later (Java polls: up to
-        100 ms for its enqueue thread to move the write time, and 100 ms for its dequeue
-        thread to see it)."""
+        delivers it then rather than up to one polling interval later (Java's dequeue thread,
+        finding nothing due, sleeps ``100 * timerPrecisionMs / 1000`` ms)."""
         precision = self.config.timer_precision_ms
         now_ms = self.clock.seconds() * 1000
         to_boundary = ((now_ms // precision + 1) * precision - now_ms + 1) / 1000

@@ -37,6 +37,7 @@ be 0), and missing ones (must be 0).
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from .features import _json_tool
@@ -82,17 +83,38 @@ def bench_pop(target: Target, cp: str, backlog: int, inflight: int, batch: int, 
     return out
 
 
+def run_queue_wait_seconds(pid: int | None) -> float | None:
+    """Seconds the threads of process *pid* spent runnable but waiting for a CPU (the sum of
+    /proc/<pid>/task/*/schedstat's second field): on a shared machine, the share of the
+    window a broker was starved, beside its CPU %."""
+    if pid is None:
+        return None
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9
+
+
 def _pop_tool(cp: str, home: BenchHome, args: list[str], broker_pid: int, timeout: float) -> dict:
     """PopBench to its end; the broker's and PopBench's CPU time over its measured window (sampled
     when it prints "window start" and "window end"), per message acked in the window."""
     tool = Tool(cp, home, "rocketmq.bench.PopBench", args)
-    marks: dict[str, tuple[float, float | None, float | None]] = {}
+    marks: dict[str, tuple[float, float | None, float | None, float | None]] = {}
     try:
         deadline = time.monotonic() + timeout
         while tool.proc.poll() is None and time.monotonic() < deadline:
             seen = {line for _, line in list(tool.lines) if line.startswith("window ")}
             for mark in seen - marks.keys():
-                marks[mark] = (time.monotonic(), cpu_seconds(broker_pid), cpu_seconds(tool.proc.pid))
+                marks[mark] = (time.monotonic(), cpu_seconds(broker_pid), cpu_seconds(tool.proc.pid),
+                               run_queue_wait_seconds(broker_pid))
             time.sleep(0.02)
     finally:
         tool.stop()
@@ -103,7 +125,9 @@ def _pop_tool(cp: str, home: BenchHome, args: list[str], broker_pid: int, timeou
     else:
         raise RuntimeError(f"PopBench printed no result; stderr {tool.stderr_path}:\n{tool.stderr_tail()}")
     if "window start" in marks and "window end" in marks:
-        (t0, b0, c0), (t1, b1, c1) = marks["window start"], marks["window end"]
+        (t0, b0, c0, w0), (t1, b1, c1, w1) = marks["window start"], marks["window end"]
+        if w0 is not None and w1 is not None:
+            result["broker_run_queue_wait_pct"] = round((w1 - w0) / (t1 - t0) * 100, 1)
         for who, start, end in (("broker", b0, b1), ("client", c0, c1)):
             if start is not None and end is not None:
                 result[f"{who}_cpu_pct"] = round((end - start) / (t1 - t0) * 100, 1)  # of one core
@@ -163,6 +187,8 @@ FIVE_ROWS = [
     ("POP broker CPU % in the window", lambda r: r["pop"]["broker_cpu_pct"], ""),
     ("POP broker CPU us per acked message", lambda r: r["pop"]["broker_cpu_us_per_msg"], ""),
     ("POP client (PopBench) CPU % in the window", lambda r: r["pop"]["client_cpu_pct"], ""),
+    # summed over the broker's threads: above 0 a few %, the machine was short of CPU for it
+    ("POP broker run-queue wait % in the window", lambda r: r["pop"]["broker_run_queue_wait_pct"], ""),
     ("backlog load TPS (SqlLoad, 64 threads)", lambda r: r["load"]["tps"], ""),
     ("timer lateness p50 ms", lambda r: r["timer"]["lateness_p50_ms"], ""),
     ("timer lateness p99 ms", lambda r: r["timer"]["lateness_p99_ms"], "<= Java"),

@@ -3,6 +3,9 @@ package rocketmq.bench;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.rocketmq.client.ClientConfig;
@@ -57,6 +60,11 @@ import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
  */
 public final class PopBench {
     private static final long TIMEOUT_MS = 10_000;
+    private static final ScheduledExecutorService RETRY = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "pop-retry");
+        t.setDaemon(true);
+        return t;
+    });
 
     private final MQClientAPIImpl api;
     private final String topic;
@@ -175,10 +183,11 @@ public final class PopBench {
                 }
             });
         } catch (Exception e) {
+            // refused before it was sent (no connection...): retried 10 ms later from the
+            // scheduler, not by recursion, so a broker that stays away cannot overflow the stack
             popFailedTotal.increment();
             lastError = "pop send: " + e;
-            sleepQuietly(10);
-            pop();
+            RETRY.schedule(this::pop, 10, TimeUnit.MILLISECONDS);
         }
     }
 
@@ -246,14 +255,6 @@ public final class PopBench {
             return;
         }
         pop();
-    }
-
-    private static void sleepQuietly(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
     }
 
     private static double pct(long[] sorted, double q) {
