@@ -10,6 +10,8 @@ same settings.
     python3 bench/broker/run.py --transactions [--seconds 20] [--warmup 10] [--threads 64] ...
     python3 bench/broker/run.py --sql92 [--backlog 1000000] [--scan-timeout 900] ...
     python3 bench/broker/run.py --tls [--one-thread] [--seconds 10] [--warmup 10] [--targets java,tx] ...
+    python3 bench/broker/run.py --pop|--timer|--five [--pop-backlog 2000000] [--pop-poll-ms 0] [--seconds 20]
+                                [--warmup 10] [--timer-count 20000] [--timer-spread 60] [--timer-delay 10] ...
 
 For each target, in the order given, on fresh name server + broker processes and an empty
 store (ASYNC_FLUSH, or SYNC_FLUSH with ``--flush sync``; autoCreateTopicEnable=true, Java's
@@ -84,6 +86,14 @@ then one ``rocketmq.bench.SqlScan`` push consumer (official 5.5.0 client) of a n
 10 % that match. Scanned messages/s = backlog / (first to last matching message), tx / Java,
 goal >= 1.0; delivered must be exactly the 10 %. Writes
 ``bench/broker/results-sql92-<UTC timestamp>.json``.
+
+``--pop`` and ``--timer`` (issue #22; ``--five``: both, on the same fresh processes), Java
+5.5.0 only: POP receive + ack messages/s with 64 POP requests in flight (``rocketmq.bench.PopBench``
+over a ``--pop-backlog``), tx / Java, goal >= 1.0; and timer delivery lateness p50/p99/max
+(``rocketmq.bench.TimerLateness``: ``--timer-count`` timers over ``--timer-spread`` seconds, each
+due ``--timer-delay`` seconds after its send), goal tx's p99 <= Java's, no early and no missing
+delivery. The method is in :mod:`brokerbench.five`. Writes
+``bench/broker/results-five-<UTC timestamp>.json``.
 """
 
 from __future__ import annotations
@@ -96,7 +106,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from brokerbench import features, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
+from brokerbench import features, five, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
 from brokerbench.peers import tools_classpath  # noqa: E402
 from brokerbench.phases import bench_send, bench_target, measured  # noqa: E402
 from brokerbench.report import (  # noqa: E402
@@ -262,6 +272,30 @@ def main_sql92(args: argparse.Namespace, targets: list[str], tools_cp: str) -> N
     _save_summary(args, path, raw)
 
 
+def main_five(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    parts = tuple(p for p in ("pop", "timer") if getattr(args, p))
+    seconds = 20.0 if args.seconds is None else args.seconds
+    warmup = 10.0 if args.warmup is None else args.warmup
+    started = dt.datetime.now(dt.UTC)
+    results: dict[str, dict] = {}
+    for kind in targets:
+        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+        results[name] = measured(kind, name, args, tools_cp, False,
+                                 lambda target: five.bench_five(target, tools_cp, args, parts, seconds, warmup))
+    text = five.table_text(five.five_rows(results), list(results)) + "\n\n" + features.loads_text(results)
+    print(text)
+    head: dict = {"mode": "five", "parts": list(parts)}
+    if "pop" in parts:
+        head.update(seconds=seconds, warmup_phase_s=warmup,
+                    pop={"backlog": args.pop_backlog, "inflight": args.pop_inflight, "batch": args.pop_batch,
+                         "poll_ms": args.pop_poll_ms, "invisible_ms": args.pop_invisible_ms, "queues": 4})
+    if "timer" in parts:
+        head["timer"] = {"count": args.timer_count, "spread_s": args.timer_spread, "delay_s": args.timer_delay,
+                         "timerPrecisionMs": five.TIMER_PRECISION_MS}
+    path, raw = write_results("five", started, args, head, {}, results, text)
+    _save_summary(args, path, raw)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=None,
@@ -288,6 +322,27 @@ def main() -> None:
                         help="--sql92: messages stored before the scan (default 1,000,000)")
     parser.add_argument("--scan-timeout", type=float, default=900.0,
                         help="--sql92: seconds the consumer may take (default 900)")
+    parser.add_argument("--pop", action="store_true",
+                        help="issue #22: POP receive+ack messages/s (PopBench: --pop-inflight pops of up to "
+                             "--pop-batch, each message acked) over a --pop-backlog, tx / Java")
+    parser.add_argument("--timer", action="store_true",
+                        help="issue #22: timer delivery lateness p50/p99/max (TimerLateness), tx vs Java")
+    parser.add_argument("--five", action="store_true", help="--pop and --timer, on the same fresh processes")
+    parser.add_argument("--pop-backlog", type=int, default=2_000_000,
+                        help="--pop: messages stored before consuming (default 2,000,000; raise it when the "
+                             "table says the backlog ran out)")
+    parser.add_argument("--pop-inflight", type=int, default=64, help="--pop: POP requests outstanding (default 64)")
+    parser.add_argument("--pop-batch", type=int, default=32, help="--pop: maxMsgNums of each pop (default 32)")
+    parser.add_argument("--pop-poll-ms", type=int, default=0,
+                        help="--pop: each pop's long-polling time, ms (default 0: none; see brokerbench.five)")
+    parser.add_argument("--pop-invisible-ms", type=int, default=five.POP_INVISIBLE_MS,
+                        help="--pop: each pop's invisible time, ms (default 60000, longer than the run; a short "
+                             "one with a small backlog and a long --seconds checks that acked messages stay acked)")
+    parser.add_argument("--timer-count", type=int, default=20_000, help="--timer: timer messages (default 20,000)")
+    parser.add_argument("--timer-spread", type=float, default=60.0,
+                        help="--timer: seconds over which they are sent, and so their deliver times (default 60)")
+    parser.add_argument("--timer-delay", type=float, default=10.0,
+                        help="--timer: each message's deliver time, seconds after its send (default 10)")
     parser.add_argument("--one-thread", action="store_true",
                         help="with --tls or --acl: only the 1-thread phases (the warm-up still uses 64 threads)")
     parser.add_argument("--rounds", type=int, default=1,
@@ -318,8 +373,15 @@ def main() -> None:
     # The start-up probe's refused connections are expected; keep the blocking client quiet.
     logging.getLogger("rocketmq_tx").setLevel(logging.ERROR)
     tools_cp = tools_classpath()
-    if sum(map(bool, (args.tls, args.acl, args.transactions, args.sql92))) > 1:
-        parser.error("--tls, --acl, --transactions and --sql92 are separate comparisons")
+    if args.five:
+        args.pop = args.timer = True
+    if sum(map(bool, (args.tls, args.acl, args.transactions, args.sql92, args.pop or args.timer))) > 1:
+        parser.error("--tls, --acl, --transactions, --sql92 and --pop/--timer are separate comparisons")
+    if (args.pop or args.timer) and args.java_broker != TOOLS_VERSION and "java" in targets:
+        parser.error(f"--pop/--timer compare with the Java {TOOLS_VERSION} broker (4.9.7 has no timer store)")
+    if args.pop or args.timer:
+        main_five(args, targets, tools_cp)
+        return
     if args.transactions:
         main_transactions(args, targets, tools_cp)
         return

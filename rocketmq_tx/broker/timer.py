@@ -1,8 +1,9 @@
 # -*- test-case-name: rocketmq_tx.broker.test.test_timer -*-
 """
 Drives the 5.x timer store (:class:`~rocketmq_tx.store.timer.store.TimerMessageStore`) on
-the reactor, as Java's timer threads do: every ``100 * timerPrecisionMs / 1000`` ms it takes
-new entries of ``rmq_sys_wheel_timer`` into the wheel and delivers the due slots; every
+the reactor, as Java's timer threads do: every ``100 * timerPrecisionMs / 1000`` ms, and 1 ms
+after each ``timerPrecisionMs`` boundary, it takes new entries of ``rmq_sys_wheel_timer`` into
+the wheel and delivers the due slots; every
 ``timerFlushIntervalMs`` the TimerLog, wheel, checkpoint and metrics go to disk in a thread.
 
 Work is done in slices of :attr:`TimerMessageService.slice_budget` units; a slice that
@@ -135,7 +136,18 @@ class TimerMessageService(service.Service):
         except Exception:
             log.failure("timer: enqueue/dequeue failed")
             more = False
-        self._call = self.clock.callLater(0 if more else self.tick_seconds, self._tick)
+        self._call = self.clock.callLater(0 if more else self._idle_delay(), self._tick)
+
+    def _idle_delay(self) -> float:
+        """Seconds to the next tick when nothing is left to do: the polling interval, or less
+        when a precision boundary comes first. A slot is due once the clock has passed its
+        tick (the write time moves at the boundary), so a tick 1 ms after each boundary
+        delivers it then rather than up to one polling interval later (Java's dequeue thread,
+        finding nothing due, sleeps ``100 * timerPrecisionMs / 1000`` ms)."""
+        precision = self.config.timer_precision_ms
+        now_ms = self.clock.seconds() * 1000
+        to_boundary = ((now_ms // precision + 1) * precision - now_ms + 1) / 1000
+        return min(self.tick_seconds, to_boundary)
 
     def runtime_info(self) -> dict[str, str]:
         """Java 5.x's timer keys of GET_BROKER_RUNTIME_INFO (``timerReadBehind`` in seconds)."""

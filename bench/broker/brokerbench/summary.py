@@ -100,6 +100,10 @@ def summarize(raw: dict, raw_path: Path | None = None) -> dict:
         from .features import summarize as features_summary
 
         return features_summary(raw, raw_path)
+    if mode == "five":
+        from .five import summarize as five_summary
+
+        return five_summary(raw, raw_path)
     rounds = raw["results"] if isinstance(raw["results"], list) else [raw["results"]]
     settings = {k: raw.get(k) for k in ("seconds", "warmup_phase_s", "rounds", "body_size", "tools", "cpus")
                 if raw.get(k) is not None}

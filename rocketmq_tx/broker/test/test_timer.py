@@ -52,6 +52,20 @@ class TimerServiceTests(BrokerTestCase):
         self.reactor.advance(0.1)
         self.assertEqual(self.count(), 1)
 
+    def test_delivered_just_after_the_boundary(self) -> None:
+        """A slot due at a precision boundary is delivered 1 ms after it, not at the next 100 ms
+        poll: here the polls are moved to fall at .x5 s (T0 + 2.95 s, 3.05 s without the fix)."""
+        call = self.service._call
+        assert call is not None
+        call.cancel()
+        self.service._call = self.reactor.callLater(0.05, self.service._tick)
+        self.send_timer(T0_MS + 2500)  # its slot is T0 + 2 s: due once the clock passes T0 + 3 s
+        while self.reactor.seconds() < T0 + 2.999:
+            self.reactor.advance(0.01)
+            self.assertEqual(self.count(), 0, self.reactor.seconds() - T0)
+        self.reactor.advance(T0 + 3.0015 - self.reactor.seconds())
+        self.assertEqual(self.count(), 1)
+
     def test_many_in_one_slot_sliced(self) -> None:
         """1000 timers of one slot: each reactor turn delivers at most one budget of them."""
         self.service.slice_seconds = 0  # one budget per turn, whatever the machine's speed
