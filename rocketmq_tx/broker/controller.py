@@ -18,6 +18,7 @@ from rocketmq_tx.broker.broker2client import Broker2Client
 from rocketmq_tx.broker.clientmanager import ConsumerManager, ProducerManager
 from rocketmq_tx.broker.config import BrokerSettings, local_address
 from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
+from rocketmq_tx.broker.ha import HAClient, HAService
 from rocketmq_tx.broker.longpolling import PullRequestHoldService
 from rocketmq_tx.broker.messagerequestmode import MessageRequestModeManager
 from rocketmq_tx.broker.persister import MetadataPersister
@@ -39,6 +40,7 @@ from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
+from rocketmq_tx.store.config import BrokerRole
 from rocketmq_tx.store.status import PutMessageStatus
 from rocketmq_tx.store.store import disk_used_ratio
 
@@ -133,6 +135,14 @@ class BrokerController:
         self.transactional_message_check_listener = TransactionCheckListener(self, self.broker2client)
         self.transactional_message_check_service = TransactionalMessageCheckService(
             self.transactional_message_service, self.transactional_message_check_listener, settings, reactor)
+        # Replication (Java's HAService): a master pushes to its slaves, a slave pulls from its master.
+        self.is_slave = self.store_config.broker_role is BrokerRole.SLAVE
+        self.ha_service: HAService | None = None if self.is_slave else HAService(store, reactor)
+        self.ha_client: HAClient | None = HAClient(store, reactor) if self.is_slave else None
+        #: the HA port once bound (the service sets it); published as haServerAddr
+        self.ha_listen_port: int | None = None
+        #: a slave's view of its master's broker address (the name server's masterAddr)
+        self.on_master_addr: Callable[[str | None], object] = lambda addr: None
         self._arrivals: list[tuple[str, int, int, int]] = []
         self._arrivals_scheduled = False
         store.message_arriving_listener = self._message_arriving
@@ -207,6 +217,27 @@ class BrokerController:
             return succeed({})
         return self.registrar.register_all()
 
+    def ha_server_addr(self) -> str:
+        """What REGISTER_BROKER publishes as haServerAddr: brokerIP2 and the HA port."""
+        port = self.ha_listen_port
+        if port is None:
+            port = self.store_config.ha_listen_port or int(self.broker_addr.rsplit(":", 1)[1]) + 1
+        return f"{self.settings['brokerIP2']}:{port}"
+
+    def on_register_result(self, response: Any) -> None:
+        """
+        A name server's REGISTER_BROKER answer (Java ``registerBrokerAll``'s use of it): a slave
+        without haMasterAddress replicates from the haServerAddr it names, and synchronises
+        its metadata from masterAddr.
+        """
+        if not self.is_slave:
+            return
+        fields = getattr(response, "ext_fields", None) or {}
+        ha_addr = fields.get("haServerAddr")
+        if self.ha_client is not None and ha_addr and not self.store_config.ha_master_address:
+            self.ha_client.update_master_address(ha_addr)
+        self.on_master_addr(fields.get("masterAddr") or None)
+
     def on_topic_created(self, tc: Any) -> None:
         """A topic was created or changed (an increment); ``None``: every topic changed (the
         broker's permission), so the whole table goes."""
@@ -251,6 +282,8 @@ class BrokerController:
     def _settle(self, result: PutMessageResult, topic: str) -> PutMessageResult | Deferred:
         if result.is_ok() and result.append_result is not None:
             self.stats.put(topic, result.append_result.msg_num, result.append_result.wrote_bytes)
+            if self.ha_service is not None:
+                self.ha_service.wakeup_all()
         future = result.flush_future
         if future is None:
             return result
