@@ -1,0 +1,212 @@
+"""
+Master-slave replication (Java 4.9's classic HA, ASYNC_MASTER) between our brokers and the
+official Java 4.9.7 broker, in the three pairings:
+
+* (a) our master, our slave (haMasterAddress set);
+* (b) a Java 4.9.7 master, our slave (master HA address learned from the name server's
+  REGISTER_BROKER answer, haServerAddr);
+* (c) our master, a Java 4.9.7 slave.
+
+In each, 1 MiB CommitLog files (so the log rolls a few times), ``MESSAGES`` sends to the
+master over 4 queues, then: the slave's CommitLog max offset reaches the master's; every
+CommitLog file the slave holds is byte-identical to the master's up to that offset; a pull of
+every queue from the slave returns exactly the bytes the same pull returns from the master
+(so its ConsumeQueues serve the same records) and every message sent; the slave refuses a send
+with SERVICE_NOT_AVAILABLE (the store's "messages are put to the slave"). The slave's topic
+comes from its master by SlaveSynchronize (GET_ALL_TOPIC_CONFIG), since a slave refuses
+topic changes.
+
+Readiness is each process's own log line; waits on replication poll with a deadline.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import pytest
+import rocketmq_java as rj
+import txbroker as tb
+
+from rocketmq_tx.blocking import BlockingConnection
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.messagecodec import decode_messages
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+
+MESSAGES = 3000
+QUEUES = 4
+FILE = 1 << 20
+GROUP = "ha_compat_group"
+TX_MASTER = {"mappedFileSizeCommitLog": FILE}
+TX_SLAVE = {"mappedFileSizeCommitLog": FILE, "brokerRole": "SLAVE", "brokerId": 1, "slaveReadEnable": "true"}
+
+
+@pytest.fixture(scope="module")
+def namesrv(tmp_path_factory):
+    proc, addr = tb.start_tx_namesrv(tmp_path_factory.mktemp("ha-ns"))
+    yield addr
+    proc.stop()
+
+
+def _conn(addr: str) -> BlockingConnection:
+    return BlockingConnection(addr)
+
+
+def _runtime(addr: str) -> dict:
+    with _conn(addr) as conn:
+        r = conn.invoke(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 10)
+    assert r.code == ResponseCode.SUCCESS, r
+    return fastjson.loads(r.body)["table"]
+
+
+def _max_offset(addr: str) -> int:
+    return int(_runtime(addr)["commitLogMaxOffset"])
+
+
+def _send_all(master: str, slave: str, topic: str) -> list[bytes]:
+    """
+    One message, replicated, before the rest: an empty slave is sent the master's last file
+    only (Java's rule), and a Java slave reports its offset 5 s after connecting, so the bulk
+    must not roll the master's log before the transfer has started at offset 0.
+    """
+    rnd = random.Random(topic)
+    sent = []
+    with _conn(master) as conn:
+        r = tb.create_topic(conn, topic, QUEUES)
+        assert r.code == ResponseCode.SUCCESS, r
+        for i in range(MESSAGES):
+            body = f"{topic}-{i:06d}-".encode() + bytes(rnd.randrange(50, 1200))
+            r = tb.send(conn, topic, body, i % QUEUES, keys=f"k{i}")
+            assert r.code == ResponseCode.SUCCESS, r
+            sent.append(body)
+            if i == 0:
+                _wait_replicated(master, slave)
+    return sent
+
+
+def _wait_replicated(master: str, slave: str, timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    want = _max_offset(master)
+    while True:
+        have = _max_offset(slave)
+        if have == want:
+            return want
+        if time.monotonic() > deadline:
+            raise AssertionError(f"slave {slave} at {have}, master {master} at {want} after {timeout}s")
+        time.sleep(0.2)  # polling remote state, bounded by the deadline
+
+
+def _assert_commitlog_identical(master_dir: Path, slave_dir: Path, upto: int) -> int:
+    """Every slave file below *upto* equals the master's over the replicated range; the bytes compared."""
+    compared = 0
+    names = sorted(n.name for n in slave_dir.iterdir() if n.name.isdigit())
+    assert names, slave_dir
+    assert int(names[0]) == 0, names  # the slave was connected before the first send
+    for name in names:
+        base = int(name)
+        if base >= upto:
+            continue  # a file the slave created ahead (Java pre-allocates the next one)
+        n = min(FILE, upto - base)
+        mine = (slave_dir / name).read_bytes()[:n]
+        theirs = (master_dir / name).read_bytes()[:n]
+        assert len(mine) == len(theirs) == n, (name, len(mine), len(theirs))
+        assert mine == theirs, f"CommitLog file {name} differs within the first {n} bytes"
+        compared += n
+    assert compared == upto, (compared, upto)
+    return compared
+
+
+def _pull_all(addr: str, topic: str, deadline: float) -> dict[int, list[bytes]]:
+    """Raw pull bodies of every queue from offset 0 on (a slave may not know the topic yet: retried)."""
+    out: dict[int, list[bytes]] = {}
+    with _conn(addr) as conn:
+        for qid in range(QUEUES):
+            offset = 0
+            end = tb.max_offset(conn, topic, qid)
+            bodies = []
+            while offset < end:
+                r = tb.pull(conn, GROUP, topic, qid, offset)
+                if r.code in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST) \
+                        and time.monotonic() < deadline:
+                    time.sleep(0.2)  # the slave's SlaveSynchronize has not copied it yet
+                    continue
+                assert r.code == ResponseCode.SUCCESS, (addr, qid, offset, r.code, r.remark)
+                bodies.append(r.body)
+                offset = int(r.ext_fields["nextBeginOffset"])
+            out[qid] = bodies
+    return out
+
+
+def _check_pair(master: str, master_log: Path, slave: str, slave_log: Path, topic: str, sent: list[bytes]) -> None:
+    upto = _wait_replicated(master, slave)
+    assert upto > 2 * FILE, upto  # the log rolled: file ends replicated as the master wrote them
+    _assert_commitlog_identical(master_log, slave_log, upto)
+    deadline = time.monotonic() + 30
+    # the slave knows the topic once SlaveSynchronize ran: its max offsets then match the master's
+    with _conn(slave) as conn:
+        while True:
+            r = conn.invoke(RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": "0"}))
+            if r.code == ResponseCode.SUCCESS and int(r.ext_fields["offset"]) > 0:
+                break
+            assert time.monotonic() < deadline, (r.code, r.remark)
+            time.sleep(0.2)  # polling remote state, bounded by the deadline
+    from_master = _pull_all(master, topic, deadline)
+    from_slave = _pull_all(slave, topic, deadline)
+    assert from_slave == from_master
+    got = sorted(m.body for bodies in from_slave.values() for b in bodies for m in decode_messages(b))
+    assert got == sorted(sent)
+    with _conn(slave) as conn:
+        r = tb.send(conn, topic, b"to the slave", 0)
+    assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE, (r.code, r.remark)
+    assert "messages are put to the slave" in (r.remark or ""), r.remark
+
+
+def _store_of(home: rj.JavaHome) -> Path:
+    return home.root / "store" / "commitlog"
+
+
+def test_tx_master_tx_slave(namesrv, tmp_path):
+    master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-a", extra=TX_MASTER, label="ha-a-master")
+    try:
+        slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-a", label="ha-a-slave",
+                                   extra={**TX_SLAVE, "haMasterAddress": f"127.0.0.1:{master.port + 1}"})
+        try:
+            sent = _send_all(master.addr, slave.addr, "HaTopicA")
+            _check_pair(master.addr, tmp_path / "m" / "commitlog", slave.addr, tmp_path / "s" / "commitlog",
+                        "HaTopicA", sent)
+        finally:
+            slave.stop()
+    finally:
+        master.stop()
+
+
+def test_java_master_tx_slave(namesrv, java_classpath_4, tmp_path):
+    jmaster, jaddr, jhome = rj.start_broker(java_classpath_4, namesrv, broker_name="ha-b", label="ha-b-master",
+                                            commitlog_size=FILE)
+    try:
+        # no haMasterAddress: the HA address comes from the name server's REGISTER_BROKER answer
+        slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-b", label="ha-b-slave", extra=TX_SLAVE)
+        try:
+            sent = _send_all(jaddr, slave.addr, "HaTopicB")
+            _check_pair(jaddr, _store_of(jhome), slave.addr, tmp_path / "s" / "commitlog", "HaTopicB", sent)
+        finally:
+            slave.stop()
+    finally:
+        jmaster.stop(grace=30)
+
+
+def test_tx_master_java_slave(namesrv, java_classpath_4, tmp_path):
+    master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-c", extra=TX_MASTER, label="ha-c-master")
+    try:
+        jslave, jaddr, jhome = rj.start_broker(
+            java_classpath_4, namesrv, broker_name="ha-c", label="ha-c-slave", commitlog_size=FILE,
+            extra={"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
+        try:
+            sent = _send_all(master.addr, jaddr, "HaTopicC")
+            _check_pair(master.addr, tmp_path / "m" / "commitlog", jaddr, _store_of(jhome), "HaTopicC", sent)
+        finally:
+            jslave.stop(grace=30)
+    finally:
+        master.stop()
+
