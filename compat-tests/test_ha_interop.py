@@ -5,7 +5,9 @@ official Java 4.9.7 broker, in the three pairings:
 * (a) our master, our slave (haMasterAddress set);
 * (b) a Java 4.9.7 master, our slave (master HA address learned from the name server's
   REGISTER_BROKER answer, haServerAddr);
-* (c) our master, a Java 4.9.7 slave.
+* (c) our master, a Java 4.9.7 slave;
+* (d) our SYNC_MASTER with our slave: acknowledged sends are on the slave, SLAVE_NOT_AVAILABLE
+  without it, and the restarted slave catches up.
 
 In each, 1 MiB CommitLog files (so the log rolls a few times), ``MESSAGES`` sends to the
 master over 4 queues, then: the slave's CommitLog max offset reaches the master's; every
@@ -210,3 +212,58 @@ def test_tx_master_java_slave(namesrv, java_classpath_4, tmp_path):
     finally:
         master.stop()
 
+
+
+def test_sync_master_tx_slave(namesrv, tmp_path):
+    """
+    SYNC_MASTER with our slave: each acknowledged send is in the slave's ConsumeQueue when the
+    answer arrives; with the slave stopped, sends are answered SLAVE_NOT_AVAILABLE (stored all the
+    same, as Java's), and the slave, restarted, catches up with every one of them.
+    """
+    master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-d", label="ha-d-master",
+                                extra={**TX_MASTER, "brokerRole": "SYNC_MASTER"})
+    slave_extra = {**TX_SLAVE, "haMasterAddress": f"127.0.0.1:{master.port + 1}"}
+    try:
+        slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-d", label="ha-d-slave", extra=slave_extra)
+        try:
+            with _conn(master.addr) as conn, _conn(slave.addr) as sconn:
+                r = tb.create_topic(conn, "HaTopicD", 1)
+                assert r.code == ResponseCode.SUCCESS, r
+                deadline = time.monotonic() + 30
+                while True:  # the slave connects (and reports) within its first second or two
+                    r = tb.send(conn, "HaTopicD", b"first", 0)
+                    if r.code == ResponseCode.SUCCESS:
+                        break
+                    assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE and time.monotonic() < deadline, r
+                    time.sleep(0.2)  # polling remote state, bounded by the deadline
+                deadline = time.monotonic() + 30
+                while tb.max_offset(sconn, "HaTopicD", 0) == 0:  # the slave's SlaveSynchronize: the topic
+                    assert time.monotonic() < deadline
+                    time.sleep(0.2)  # polling remote state, bounded by the deadline
+                for i in range(200):
+                    r = tb.send(conn, "HaTopicD", b"sync-%d" % i, 0)
+                    assert r.code == ResponseCode.SUCCESS, (i, r.code, r.remark)
+                    queue_offset = int(r.ext_fields["queueOffset"])
+                    assert tb.max_offset(sconn, "HaTopicD", 0) > queue_offset, i
+        finally:
+            slave.stop()
+        with _conn(master.addr) as conn:
+            deadline = time.monotonic() + 30
+            while True:  # the master sees the HA connection gone
+                r = tb.send(conn, "HaTopicD", b"after-stop", 0)
+                if r.code == ResponseCode.SLAVE_NOT_AVAILABLE:
+                    break
+                assert time.monotonic() < deadline, (r.code, r.remark)
+                time.sleep(0.05)  # polling remote state, bounded by the deadline
+            assert r.ext_fields.get("msgId"), r.ext_fields  # stored, and answered with its id as Java does
+            for i in range(20):
+                r = tb.send(conn, "HaTopicD", b"unreplicated-%d" % i, 0)
+                assert r.code == ResponseCode.SLAVE_NOT_AVAILABLE, (r.code, r.remark)
+        slave = tb.restart(slave, label="ha-d-slave-again")
+        try:
+            upto = _wait_replicated(master.addr, slave.addr)
+            _assert_commitlog_identical(tmp_path / "m" / "commitlog", tmp_path / "s" / "commitlog", upto)
+        finally:
+            slave.stop()
+    finally:
+        master.stop()

@@ -191,6 +191,8 @@ class BrokerController:
         self.store.start()
 
     def shutdown(self) -> None:
+        if self.ha_service is not None:
+            self.ha_service.fail_waits()
         self.transactional_message_check_service.stop()
         self.pull_request_hold_service.shutdown()
         self.pop_long_polling.shutdown()
@@ -274,16 +276,37 @@ class BrokerController:
 
     def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult | Deferred:
         """Store one message; a Deferred when SYNC_FLUSH must wait for the disk."""
-        return self._settle(self.store.async_put_message(msg), msg.topic)
+        return self._settle(self.store.async_put_message(msg), msg.topic, msg.wait_store_msg_ok)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult | Deferred:
-        return self._settle(self.store.async_put_messages(batch), batch.topic)
+        return self._settle(self.store.async_put_messages(batch), batch.topic, batch.wait_store_msg_ok)
 
-    def _settle(self, result: PutMessageResult, topic: str) -> PutMessageResult | Deferred:
-        if result.is_ok() and result.append_result is not None:
-            self.stats.put(topic, result.append_result.msg_num, result.append_result.wrote_bytes)
-            if self.ha_service is not None:
-                self.ha_service.wakeup_all()
+    def _settle(self, result: PutMessageResult, topic: str, wait: bool = True) -> PutMessageResult | Deferred:
+        replica: Deferred | None = None
+        append = result.append_result
+        if result.is_ok() and append is not None:
+            self.stats.put(topic, append.msg_num, append.wrote_bytes)
+            ha = self.ha_service
+            if ha is not None:
+                ha.wakeup_all()
+                if wait and self.store_config.broker_role is BrokerRole.SYNC_MASTER:
+                    # Java's CommitLog.submitReplicaRequest: wait for a slave's ack, unless none
+                    # is connected or the one there is too far behind
+                    end = append.wrote_offset + append.wrote_bytes
+                    if ha.is_slave_ok(end):
+                        replica = ha.wait_for_slave(end, self.store_config.sync_flush_timeout / 1000.0)
+                    elif result.flush_future is None:
+                        result.status = PutMessageStatus.SLAVE_NOT_AVAILABLE
+                        return result
+                    else:
+                        replica = succeed(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+        flushed = self._settle_flush(result)
+        if replica is None:
+            return flushed
+        # Java's thenCombine: the flush's status, then the replica's when it is not PUT_OK
+        return defer_both(flushed, replica, result)
+
+    def _settle_flush(self, result: PutMessageResult) -> PutMessageResult | Deferred:
         future = result.flush_future
         if future is None:
             return result
@@ -431,6 +454,19 @@ class BrokerController:
         timer = self.timer_message_service
         info.update(timer.runtime_info() if timer is not None else DISABLED_RUNTIME_INFO)
         return info
+
+
+def defer_both(flushed: PutMessageResult | Deferred, replica: Deferred, result: PutMessageResult) -> Deferred:
+    """The put's result once both its flush and its replication are settled."""
+    d = flushed if isinstance(flushed, Deferred) else succeed(flushed)
+
+    def combine(_: Any) -> Deferred:
+        def apply(status: PutMessageStatus) -> PutMessageResult:
+            if status is not PutMessageStatus.PUT_OK:
+                result.status = status
+            return result
+        return replica.addCallback(apply)
+    return d.addCallback(combine)
 
 
 def _runtime_text(ms: int) -> str:

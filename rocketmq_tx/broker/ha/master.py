@@ -12,15 +12,18 @@ never holds the reactor for more than a few batches.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from twisted.internet import protocol
+from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IPushProducer
 from twisted.logger import Logger
 from zope.interface import implementer
 
 from rocketmq_tx.remoting.ha import ReportDecoder, encode_frame_header
 from rocketmq_tx.store import DefaultMessageStore
+from rocketmq_tx.store.status import PutMessageStatus
 
 __all__ = ["HAService", "HAConnection"]
 
@@ -177,6 +180,10 @@ class HAService(protocol.ServerFactory):
         self.connections: list[HAConnection] = []
         self.push2slave_max_offset = 0
         self._wake_scheduled = False
+        #: SYNC_MASTER puts waiting for a slave's ack (Java's GroupTransferService): (end
+        #: offset, deadline, Deferred) in put order, so ends and deadlines both ascend
+        self._waiting: deque[tuple[int, float, Deferred]] = deque()
+        self._expiry: Any = None
 
     def buildProtocol(self, addr: Any) -> HAConnection:
         return HAConnection(self)
@@ -195,6 +202,41 @@ class HAService(protocol.ServerFactory):
     def notify_transfer_some(self, offset: int) -> None:
         if offset > self.push2slave_max_offset:
             self.push2slave_max_offset = offset
+            waiting = self._waiting
+            while waiting and waiting[0][0] <= offset:
+                waiting.popleft()[2].callback(PutMessageStatus.PUT_OK)
+
+    def wait_for_slave(self, end_offset: int, timeout: float) -> Deferred:
+        """
+        A SYNC_MASTER put ending at *end_offset*: fires with PUT_OK once a slave acknowledged
+        it, or FLUSH_SLAVE_TIMEOUT after *timeout* seconds (Java ``syncFlushTimeout``).
+        """
+        d: Deferred = Deferred()
+        if self.push2slave_max_offset >= end_offset:
+            d.callback(PutMessageStatus.PUT_OK)
+            return d
+        self._waiting.append((end_offset, self.clock.seconds() + timeout, d))
+        if self._expiry is None:
+            self._expiry = self.clock.callLater(timeout, self._expire)
+        return d
+
+    def _expire(self) -> None:
+        # one timer for all the waits: the oldest wait has the nearest deadline
+        self._expiry = None
+        now = self.clock.seconds()
+        waiting = self._waiting
+        while waiting and waiting[0][1] <= now:
+            waiting.popleft()[2].callback(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        if waiting:
+            self._expiry = self.clock.callLater(max(0.0, waiting[0][1] - now), self._expire)
+
+    def fail_waits(self) -> None:
+        """At shutdown: every wait ends as a timeout."""
+        if self._expiry is not None and self._expiry.active():
+            self._expiry.cancel()
+        self._expiry = None
+        while self._waiting:
+            self._waiting.popleft()[2].callback(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
 
     def is_slave_ok(self, master_put_where: int) -> bool:
         """Java ``isSlaveOK``: a slave is connected and less than haSlaveFallbehindMax behind."""
