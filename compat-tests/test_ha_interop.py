@@ -5,7 +5,8 @@ official Java 4.9.7 broker, in the three pairings:
 * (a) our master, our slave (haMasterAddress set);
 * (b) a Java 4.9.7 master, our slave (master HA address learned from the name server's
   REGISTER_BROKER answer, haServerAddr);
-* (c) our master, a Java 4.9.7 slave;
+* (c) our master, a Java 4.9.7 slave, the master a SYNC_MASTER: acknowledged sends are in the
+  slave's CommitLog;
 * (d) our SYNC_MASTER with our slave: acknowledged sends are on the slave, SLAVE_NOT_AVAILABLE
   without it, and the restarted slave catches up.
 
@@ -34,6 +35,7 @@ import txbroker as tb
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.messagecodec import decode_messages
+from rocketmq_tx.common.msgid import decode_offset_msg_id
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 
 MESSAGES = 3000
@@ -199,19 +201,40 @@ def test_java_master_tx_slave(namesrv, java_classpath_4, tmp_path):
 
 
 def test_tx_master_java_slave(namesrv, java_classpath_4, tmp_path):
-    master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-c", extra=TX_MASTER, label="ha-c-master")
+    """
+    Run as SYNC_MASTER (the transfer is the same as an ASYNC_MASTER's): once the Java slave reports
+    (5 s after it connects), each send is answered SUCCESS only when the slave's CommitLog holds it.
+    The slave acks what it appended, before its own dispatch, so its CommitLog max offset is checked.
+    """
+    master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-c", label="ha-c-master",
+                                extra={**TX_MASTER, "brokerRole": "SYNC_MASTER"})
     try:
         jslave, jaddr, jhome = rj.start_broker(
             java_classpath_4, namesrv, broker_name="ha-c", label="ha-c-slave", commitlog_size=FILE,
             extra={"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
         try:
+            with _conn(master.addr) as conn:
+                r = tb.create_topic(conn, "HaWarmC", 1)
+                assert r.code == ResponseCode.SUCCESS, r
+                deadline = time.monotonic() + 40
+                while True:
+                    r = tb.send(conn, "HaWarmC", b"first", 0)
+                    if r.code == ResponseCode.SUCCESS:
+                        break
+                    assert r.code in (ResponseCode.SLAVE_NOT_AVAILABLE, ResponseCode.FLUSH_SLAVE_TIMEOUT) \
+                        and time.monotonic() < deadline, (r.code, r.remark)
+                    time.sleep(0.2)  # polling remote state, bounded by the deadline
+                for i in range(100):
+                    r = tb.send(conn, "HaWarmC", b"sync-%d" % i, 0)
+                    assert r.code == ResponseCode.SUCCESS, (i, r.code, r.remark)
+                    phys = decode_offset_msg_id(r.ext_fields["msgId"])[2]
+                    assert _max_offset(jaddr) > phys, i
             sent = _send_all(master.addr, jaddr, "HaTopicC")
             _check_pair(master.addr, tmp_path / "m" / "commitlog", jaddr, _store_of(jhome), "HaTopicC", sent)
         finally:
             jslave.stop(grace=30)
     finally:
         master.stop()
-
 
 
 def test_sync_master_tx_slave(namesrv, tmp_path):
@@ -267,3 +290,4 @@ def test_sync_master_tx_slave(namesrv, tmp_path):
             slave.stop()
     finally:
         master.stop()
+
