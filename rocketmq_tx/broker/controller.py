@@ -98,7 +98,9 @@ class BrokerController:
         #: 5.x timer messages (Java creates its TimerMessageStore only with timerWheelEnable;
         #: without it the put hook still refuses timer messages, as Java's does)
         self.timer_message_service: TimerMessageService | None = None
-        if self.store_config.timer_wheel_enable:
+        # A slave keeps no timer store: its master delivers (Java 4.9 has none; 5.x's slave keeps
+        # one for a takeover, which is not built here).
+        if self.store_config.timer_wheel_enable and self.store_config.broker_role is not BrokerRole.SLAVE:
             self.timer_message_service = TimerMessageService(store, reactor)
         else:
             store.timer_hook = timer_disabled_hook

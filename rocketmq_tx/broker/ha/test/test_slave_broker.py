@@ -29,6 +29,12 @@ class SlaveBrokerTests(PullTestCase):
             self.assertTrue(self.store.append_to_commit_log(off, data))
             off += len(data)
 
+    def test_no_master_work(self) -> None:
+        """A slave runs no timer store (its master delivers) and replicates through an HA client."""
+        self.assertIsNone(self.controller.timer_message_service)
+        self.assertIsNone(self.controller.ha_service)
+        self.assertIsNotNone(self.controller.ha_client)
+
     def test_send_refused(self) -> None:
         """Java 4.9: the store refuses, SERVICE_NOT_AVAILABLE with the "put to the slave" remark."""
         response = self.send(TOPIC, body=b"x", queue_id=0, body_props=props(TAGS="a"))
