@@ -16,7 +16,8 @@ master over 4 queues, then: the slave's CommitLog max offset reaches the master'
 CommitLog file the slave holds is byte-identical to the master's up to that offset; a pull of
 every queue from the slave returns exactly the bytes the same pull returns from the master
 (so its ConsumeQueues serve the same records) and every message sent; the slave refuses a send
-with SERVICE_NOT_AVAILABLE (the store's "messages are put to the slave"). The slave's topic
+with SERVICE_NOT_AVAILABLE (the store's "messages are put to the slave"). In (a) the official
+5.5.0 ``mqadmin haStatus`` reads GET_BROKER_HA_STATUS from our master and our slave. The slave's topic
 comes from its master by SlaveSynchronize (GET_ALL_TOPIC_CONFIG), since a slave refuses
 topic changes.
 
@@ -171,15 +172,25 @@ def _store_of(home: rj.JavaHome) -> Path:
     return home.root / "store" / "commitlog"
 
 
-def test_tx_master_tx_slave(namesrv, tmp_path):
+def test_tx_master_tx_slave(namesrv, java_classpath_5, tmp_path):
+    """(a), and GET_BROKER_HA_STATUS of both as the official 5.5.0 ``mqadmin haStatus`` prints it."""
     master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-a", extra=TX_MASTER, label="ha-a-master")
     try:
+        ha_addr = f"127.0.0.1:{master.port + 1}"
         slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-a", label="ha-a-slave",
-                                   extra={**TX_SLAVE, "haMasterAddress": f"127.0.0.1:{master.port + 1}"})
+                                   extra={**TX_SLAVE, "haMasterAddress": ha_addr})
         try:
             sent = _send_all(master.addr, slave.addr, "HaTopicA")
             _check_pair(master.addr, tmp_path / "m" / "commitlog", slave.addr, tmp_path / "s" / "commitlog",
                         "HaTopicA", sent)
+            end = _max_offset(master.addr)
+            home = rj.JavaHome("ha-mqadmin")
+            out = "\n".join(rj.mqadmin(java_classpath_5, ["haStatus", "-n", namesrv, "-b", master.addr], home))
+            assert f"#MasterAddr\t{master.addr}" in out, out
+            assert f"#MasterCommitLogMaxOffset\t{end}" in out and "#SlaveNum\t1" in out, out
+            assert "#InSyncSlaveNum\t1" in out and " OK " in out, out
+            out = "\n".join(rj.mqadmin(java_classpath_5, ["haStatus", "-n", namesrv, "-b", slave.addr], home))
+            assert f"#MasterAddr\t{ha_addr}" in out and f"#CommitLogMaxOffset\t{end}" in out, out
         finally:
             slave.stop()
     finally:

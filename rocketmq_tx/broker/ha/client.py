@@ -29,7 +29,7 @@ class HAClientProtocol(protocol.Protocol):
         self.client = client
         self.decoder = FrameDecoder()
         self.current_reported_offset = 0
-        self.last_write = client.clock.seconds()
+        self.last_write = self.last_read = client.clock.seconds()
 
     def connectionMade(self) -> None:
         set_tcp_nodelay = getattr(self.transport, "setTcpNoDelay", None)
@@ -49,6 +49,8 @@ class HAClientProtocol(protocol.Protocol):
 
     def dataReceived(self, data: bytes) -> None:
         store = self.client.store
+        self.last_read = self.client.clock.seconds()
+        self.client.transferred += len(data)
         try:
             frames = self.decoder.feed(data)
         except HAProtocolError as e:
@@ -98,6 +100,11 @@ class HAClient:
         self.reactor = reactor
         self.master_address: str | None = store.config.ha_master_address or None
         self.connection: HAClientProtocol | None = None
+        #: bytes received in all, and in the last whole second
+        self.transferred = 0
+        self.transferred_in_second = 0
+        self._transferred_mark = (reactor.seconds(), 0)
+        self.last_read = self.last_write = 0.0
         self._connecting: Any = None
         self._next_attempt = 0.0
         self.running = False
@@ -123,8 +130,24 @@ class HAClient:
         self.connection = conn
         log.info("HAClient connected to master {addr}", addr=self.master_address)
 
+    def runtime_info(self) -> dict[str, Any]:
+        """GET_BROKER_HA_STATUS's body on a slave (Java 5.x ``DefaultHAService.getRuntimeInfo``)."""
+        conn = self.connection
+        if conn is not None:
+            self.last_read, self.last_write = conn.last_read, conn.last_write
+        client: dict[str, Any] = {"lastReadTimestamp": int(self.last_read * 1000),
+                                  "lastWriteTimestamp": int(self.last_write * 1000)}
+        if self.master_address:
+            client["masterAddr"] = self.master_address
+        # masterFlushOffset: 5.x's own HA protocol reports it; the classic one leaves it 0
+        client.update(masterFlushOffset=0, maxOffset=self.store.get_max_phy_offset(),
+                      transferredByteInSecond=self.transferred_in_second)
+        return {"haClientRuntimeInfo": client, "haConnectionInfo": [], "inSyncSlaveNums": 0, "master": False,
+                "masterCommitLogMaxOffset": 0}
+
     def connection_lost(self, conn: HAClientProtocol) -> None:
         if self.connection is conn:
+            self.last_read, self.last_write = conn.last_read, conn.last_write
             self.connection = None
             log.info("HAClient: connection to master {addr} closed", addr=self.master_address)
 
@@ -132,6 +155,10 @@ class HAClient:
         if not self.running:
             return
         now = self.clock.seconds()
+        since, before = self._transferred_mark
+        if now - since >= 1.0:
+            self.transferred_in_second = int((self.transferred - before) / (now - since))
+            self._transferred_mark = (now, self.transferred)
         conn = self.connection
         if conn is not None:
             conn.tick(now)

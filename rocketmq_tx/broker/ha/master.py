@@ -31,6 +31,9 @@ log = Logger()
 
 #: batches pushed in one reactor turn before yielding to other work
 BATCHES_PER_TURN = 8
+#: a master's HAClientRuntimeInfo: Java's zeros, its null masterAddr left out
+_EMPTY_CLIENT_INFO = {"lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0, "maxOffset": 0,
+                      "transferredByteInSecond": 0}
 
 
 @implementer(IPushProducer)
@@ -54,6 +57,10 @@ class HAConnection(protocol.Protocol):
         self._paused = False
         self._scheduled: Any = None
         self._closed = False
+        #: bytes pushed in all, and in the last whole second (5.x's transferredByteInSecond)
+        self.transferred = 0
+        self.transferred_in_second = 0
+        self._transferred_mark = (service.clock.seconds(), 0)
 
     def connectionMade(self) -> None:
         assert self.transport is not None
@@ -130,13 +137,18 @@ class HAConnection(protocol.Protocol):
             if data is None:
                 return  # caught up: the next put (or the heartbeat timer) wakes us
             self.next_transfer_from_where = offset + len(data)
+            self.transferred += len(data)
             transport.writeSequence([encode_frame_header(offset, len(data)), data])
             self.last_write = self.service.clock.seconds()
         self.wakeup()  # more may be waiting: go on after other work had its turn
 
     def tick(self, now: float) -> None:
-        """The service's timer: heartbeat frame and idle check."""
+        """The service's timer: heartbeat frame, idle check, transfer rate."""
         cfg = self.service.store.config
+        since, before = self._transferred_mark
+        if now - since >= 1.0:
+            self.transferred_in_second = int((self.transferred - before) / (now - since))
+            self._transferred_mark = (now, self.transferred)
         if now - self.last_read > cfg.ha_housekeeping_interval / 1000.0:
             log.warn("ha housekeeping, found this connection[{addr}] expired, {ms}", addr=self.client_addr,
                      ms=int((now - self.last_read) * 1000))
@@ -259,6 +271,25 @@ class HAService(protocol.ServerFactory):
         now = self.clock.seconds()
         for conn in list(self.connections):
             conn.tick(now)
+
+    def runtime_info(self) -> dict[str, Any]:
+        """
+        GET_BROKER_HA_STATUS's body on a master (Java 5.x ``DefaultHAService.getRuntimeInfo``,
+        ``HARuntimeInfo`` as fastjson writes it: fields sorted, nulls left out). A slave is
+        in sync while less than ``haSlaveFallbehindMax`` behind (5.x: ``haMaxGapNotInSync``,
+        the same 256 MiB by default).
+        """
+        where = self.store.get_max_phy_offset()
+        gap = self.store.config.ha_slave_fallbehind_max
+        conns = []
+        for conn in self.connections:
+            ack = conn.slave_ack_offset
+            conns.append({"addr": conn.client_addr, "diff": where - ack, "inSync": where - ack < gap,
+                          "slaveAckOffset": ack, "transferFromWhere": conn.next_transfer_from_where,
+                          "transferredByteInSecond": conn.transferred_in_second})
+        return {"haClientRuntimeInfo": _EMPTY_CLIENT_INFO, "haConnectionInfo": conns,
+                "inSyncSlaveNums": sum(1 for c in conns if c["inSync"]), "master": True,
+                "masterCommitLogMaxOffset": where}
 
     def close_all(self) -> None:
         for conn in list(self.connections):
