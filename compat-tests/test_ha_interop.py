@@ -91,6 +91,12 @@ def _send_all(master: str, slave: str, topic: str) -> list[bytes]:
     return sent
 
 
+def _create_topic(addr: str, topic: str) -> None:
+    with _conn(addr) as conn:
+        r = tb.create_topic(conn, topic, QUEUES)
+    assert r.code == ResponseCode.SUCCESS, r
+
+
 def _wait_replicated(master: str, slave: str, timeout: float = 60.0) -> int:
     deadline = time.monotonic() + timeout
     want = _max_offset(master)
@@ -176,6 +182,7 @@ def test_tx_master_tx_slave(namesrv, java_classpath_5, tmp_path):
     """(a), and GET_BROKER_HA_STATUS of both as the official 5.5.0 ``mqadmin haStatus`` prints it."""
     master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-a", extra=TX_MASTER, label="ha-a-master")
     try:
+        _create_topic(master.addr, "HaTopicA")  # before the slave: its first SlaveSynchronize copies it
         ha_addr = f"127.0.0.1:{master.port + 1}"
         slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-a", label="ha-a-slave",
                                    extra={**TX_SLAVE, "haMasterAddress": ha_addr})
@@ -201,6 +208,7 @@ def test_java_master_tx_slave(namesrv, java_classpath_4, tmp_path):
     jmaster, jaddr, jhome = rj.start_broker(java_classpath_4, namesrv, broker_name="ha-b", label="ha-b-master",
                                             commitlog_size=FILE)
     try:
+        _create_topic(jaddr, "HaTopicB")  # before the slave: its first SlaveSynchronize copies it
         # no haMasterAddress: the HA address comes from the name server's REGISTER_BROKER answer
         slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-b", label="ha-b-slave", extra=TX_SLAVE)
         try:
