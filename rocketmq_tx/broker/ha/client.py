@@ -80,6 +80,14 @@ class HAClientProtocol(protocol.Protocol):
 
     def tick(self, now: float) -> None:
         cfg = self.client.store.config
+        if now - self.last_read > cfg.ha_housekeeping_interval / 1000.0:
+            # A master sends at least an empty frame every haSendHeartbeatInterval: this one is
+            # gone (Java's client watches its own writes only, which a dead peer's socket buffer
+            # still accepts for a while).
+            log.warn("HAClient, housekeeping, found this connection[{addr}] expired, {ms}",
+                     addr=self.client.master_address, ms=int((now - self.last_read) * 1000))
+            self.close()
+            return
         if now - self.last_write > cfg.ha_send_heartbeat_interval / 1000.0:
             self.report(self.current_reported_offset)
 

@@ -153,6 +153,20 @@ class RefusalTests(HATestBase):
         self.service.tick()
         self.assertTrue(transport.disconnecting)
 
+    def test_slave_drops_silent_master(self) -> None:
+        """Nothing from the master for haHousekeepingInterval (it heartbeats every 5 s): closed."""
+        proto = HAClientProtocol(self.client)
+        transport = StringTransport()
+        proto.makeConnection(transport)
+        self.clock.advance(19)
+        proto.dataReceived(encode_frame_header(0, 0))
+        self.clock.advance(19)
+        proto.tick(self.clock.seconds())
+        self.assertFalse(transport.disconnecting)
+        self.clock.advance(2)
+        proto.tick(self.clock.seconds())
+        self.assertTrue(transport.disconnecting)
+
     def test_slave_reports_every_five_seconds(self) -> None:
         client, server, pump = self.connect()
         pump.flush()
