@@ -3,8 +3,8 @@ Master-slave replication (Java 4.9's classic HA, ASYNC_MASTER) between our broke
 official Java 4.9.7 broker, in the three pairings:
 
 * (a) our master, our slave (haMasterAddress set);
-* (b) a Java 4.9.7 master, our slave (master HA address learned from the name server's
-  REGISTER_BROKER answer, haServerAddr);
+* (b) a Java 4.9.7 master (SYNC_MASTER), our slave (master HA address learned from the name
+  server's REGISTER_BROKER answer, haServerAddr): acknowledged sends are in its CommitLog;
 * (c) our master, a Java 4.9.7 slave, the master a SYNC_MASTER: acknowledged sends are in the
   slave's CommitLog;
 * (d) our SYNC_MASTER with our slave: acknowledged sends are on the slave, SLAVE_NOT_AVAILABLE
@@ -174,6 +174,30 @@ def _check_pair(master: str, master_log: Path, slave: str, slave_log: Path, topi
     assert "messages are put to the slave" in (r.remark or ""), r.remark
 
 
+def _sync_sends(master: str, slave: str, topic: str) -> None:
+    """
+    Against a SYNC_MASTER: send until the slave is connected and acks (SLAVE_NOT_AVAILABLE or
+    FLUSH_SLAVE_TIMEOUT before), then 100 sends, each answered SUCCESS only once the slave's
+    CommitLog holds it (a slave acks what it appended, before its own dispatch).
+    """
+    with _conn(master) as conn:
+        r = tb.create_topic(conn, topic, 1)
+        assert r.code == ResponseCode.SUCCESS, r
+        deadline = time.monotonic() + 40
+        while True:
+            r = tb.send(conn, topic, b"first", 0)
+            if r.code == ResponseCode.SUCCESS:
+                break
+            assert r.code in (ResponseCode.SLAVE_NOT_AVAILABLE, ResponseCode.FLUSH_SLAVE_TIMEOUT) \
+                and time.monotonic() < deadline, (r.code, r.remark)
+            time.sleep(0.2)  # polling remote state, bounded by the deadline
+        for i in range(100):
+            r = tb.send(conn, topic, b"sync-%d" % i, 0)
+            assert r.code == ResponseCode.SUCCESS, (i, r.code, r.remark)
+            phys = decode_offset_msg_id(r.ext_fields["msgId"])[2]
+            assert _max_offset(slave) > phys, i
+
+
 def _store_of(home: rj.JavaHome) -> Path:
     return home.root / "store" / "commitlog"
 
@@ -205,13 +229,15 @@ def test_tx_master_tx_slave(namesrv, java_classpath_5, tmp_path):
 
 
 def test_java_master_tx_slave(namesrv, java_classpath_4, tmp_path):
+    """(b) with the Java master a SYNC_MASTER: our slave's acks release its sends, as a Java slave's do."""
     jmaster, jaddr, jhome = rj.start_broker(java_classpath_4, namesrv, broker_name="ha-b", label="ha-b-master",
-                                            commitlog_size=FILE)
+                                            commitlog_size=FILE, extra={"brokerRole": "SYNC_MASTER"})
     try:
         _create_topic(jaddr, "HaTopicB")  # before the slave: its first SlaveSynchronize copies it
         # no haMasterAddress: the HA address comes from the name server's REGISTER_BROKER answer
         slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-b", label="ha-b-slave", extra=TX_SLAVE)
         try:
+            _sync_sends(jaddr, slave.addr, "HaWarmB")
             sent = _send_all(jaddr, slave.addr, "HaTopicB")
             _check_pair(jaddr, _store_of(jhome), slave.addr, tmp_path / "s" / "commitlog", "HaTopicB", sent)
         finally:
@@ -233,22 +259,7 @@ def test_tx_master_java_slave(namesrv, java_classpath_4, tmp_path):
             java_classpath_4, namesrv, broker_name="ha-c", label="ha-c-slave", commitlog_size=FILE,
             extra={"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
         try:
-            with _conn(master.addr) as conn:
-                r = tb.create_topic(conn, "HaWarmC", 1)
-                assert r.code == ResponseCode.SUCCESS, r
-                deadline = time.monotonic() + 40
-                while True:
-                    r = tb.send(conn, "HaWarmC", b"first", 0)
-                    if r.code == ResponseCode.SUCCESS:
-                        break
-                    assert r.code in (ResponseCode.SLAVE_NOT_AVAILABLE, ResponseCode.FLUSH_SLAVE_TIMEOUT) \
-                        and time.monotonic() < deadline, (r.code, r.remark)
-                    time.sleep(0.2)  # polling remote state, bounded by the deadline
-                for i in range(100):
-                    r = tb.send(conn, "HaWarmC", b"sync-%d" % i, 0)
-                    assert r.code == ResponseCode.SUCCESS, (i, r.code, r.remark)
-                    phys = decode_offset_msg_id(r.ext_fields["msgId"])[2]
-                    assert _max_offset(jaddr) > phys, i
+            _sync_sends(master.addr, jaddr, "HaWarmC")
             sent = _send_all(master.addr, jaddr, "HaTopicC")
             _check_pair(master.addr, tmp_path / "m" / "commitlog", jaddr, _store_of(jhome), "HaTopicC", sent)
         finally:
