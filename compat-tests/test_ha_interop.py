@@ -270,12 +270,12 @@ def test_tx_master_java_slave(namesrv, java_classpath_4, tmp_path):
 
 def test_sync_master_tx_slave(namesrv, tmp_path):
     """
-    SYNC_MASTER with our slave: each acknowledged send is in the slave's ConsumeQueue when the
-    answer arrives; with the slave stopped, sends are answered SLAVE_NOT_AVAILABLE (stored all the
+    SYNC_MASTER (and SYNC_FLUSH: the answer waits for both) with our slave: each acknowledged send
+    is in the slave's ConsumeQueue when the answer arrives; with the slave stopped, sends are answered SLAVE_NOT_AVAILABLE (stored all the
     same, as Java's), and the slave, restarted, catches up with every one of them.
     """
     master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-d", label="ha-d-master",
-                                extra={**TX_MASTER, "brokerRole": "SYNC_MASTER"})
+                                extra={**TX_MASTER, "brokerRole": "SYNC_MASTER", "flushDiskType": "SYNC_FLUSH"})
     slave_extra = {**TX_SLAVE, "haMasterAddress": f"127.0.0.1:{master.port + 1}"}
     try:
         slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-d", label="ha-d-slave", extra=slave_extra)
