@@ -271,8 +271,9 @@ def test_tx_master_java_slave(namesrv, java_classpath_4, tmp_path):
 def test_sync_master_tx_slave(namesrv, tmp_path):
     """
     SYNC_MASTER (and SYNC_FLUSH: the answer waits for both) with our slave: each acknowledged send
-    is in the slave's ConsumeQueue when the answer arrives; with the slave stopped, sends are answered SLAVE_NOT_AVAILABLE (stored all the
-    same, as Java's), and the slave, restarted, catches up with every one of them.
+    is in the slave's ConsumeQueue when the answer arrives; with the slave stopped, sends are
+    answered SLAVE_NOT_AVAILABLE (stored all the same, as Java's), and the slave, restarted,
+    catches up with every one of them.
     """
     master = tb.start_tx_broker(tmp_path / "m", namesrv, name="ha-d", label="ha-d-master",
                                 extra={**TX_MASTER, "brokerRole": "SYNC_MASTER", "flushDiskType": "SYNC_FLUSH"})
