@@ -17,7 +17,8 @@ CommitLog file the slave holds is byte-identical to the master's up to that offs
 every queue from the slave returns exactly the bytes the same pull returns from the master
 (so its ConsumeQueues serve the same records) and every message sent; the slave refuses a send
 with SERVICE_NOT_AVAILABLE (the store's "messages are put to the slave"). In (a) the official
-5.5.0 ``mqadmin haStatus`` reads GET_BROKER_HA_STATUS from our master and our slave. The slave's topic
+5.5.0 ``mqadmin haStatus`` reads GET_BROKER_HA_STATUS from our master and our slave, and
+``mqadmin clusterList`` lists both (BID 0 and 1). The slave's topic
 comes from its master by SlaveSynchronize (GET_ALL_TOPIC_CONFIG), since a slave refuses
 topic changes.
 
@@ -222,6 +223,10 @@ def test_tx_master_tx_slave(namesrv, java_classpath_5, tmp_path):
             assert "#InSyncSlaveNum\t1" in out and " OK " in out, out
             out = "\n".join(rj.mqadmin(java_classpath_5, ["haStatus", "-n", namesrv, "-b", slave.addr], home))
             assert f"#MasterAddr\t{ha_addr}" in out and f"#CommitLogMaxOffset\t{end}" in out, out
+            # clusterList: the master (BID 0) and the slave (BID 1), each answering its runtime info
+            rows = [line.split() for line in rj.mqadmin(java_classpath_5, ["clusterList", "-n", namesrv], home)]
+            ids = {(row[2], row[3]) for row in rows if len(row) > 3 and row[1] == "ha-a"}
+            assert ids == {("0", master.addr), ("1", slave.addr)}, rows
         finally:
             slave.stop()
     finally:
