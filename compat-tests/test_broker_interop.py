@@ -57,17 +57,20 @@ READY = r"rocketmq-broker listening on [^:]+:(\d+)"
 # --------------------------------------------------------------------------- servers
 
 def _port_pair() -> int:
-    """A free port P whose fast port P-2 is free too (the broker listens on both)."""
+    """A free port P whose fast port P-2 and HA port P+1 are free too (the broker listens on all three)."""
     for _ in range(50):
         port = jh.free_port()
-        if port < 1026:
+        if port < 1026 or port > 65000:
             continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port - 2))
-            except OSError:
-                continue
-        return port
+        free = True
+        for other in (port - 2, port + 1):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", other))
+                except OSError:
+                    free = False
+        if free:
+            return port
     raise RuntimeError("no free port pair")
 
 

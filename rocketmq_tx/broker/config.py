@@ -42,10 +42,10 @@ BROKER_CONFIG = (
     Setting("rocketmqHome", _env("ROCKETMQ_HOME"), str),
     Setting("namesrvAddr", _env("NAMESRV_ADDR"), str, "name servers, host:port;host:port"),
     Setting("brokerIP1", "", str, "address published to name servers (default: this host's)"),
-    Setting("brokerIP2", "", str, "HA address (accepted; HA is not supported)"),
+    Setting("brokerIP2", "", str, "the address slaves replicate from (default: brokerIP1)"),
     Setting("brokerName", socket.gethostname(), str),
     Setting("brokerClusterName", "DefaultCluster", str),
-    Setting("brokerId", 0, int, "0 is the master; slaves are not supported"),
+    Setting("brokerId", 0, int, "0 is the master, a slave's is above 0"),
     Setting("brokerPermission", PermName.PERM_READ | PermName.PERM_WRITE, int),
     Setting("defaultTopicQueueNums", 8, int),
     Setting("autoCreateTopicEnable", True, bool),
@@ -151,8 +151,7 @@ IGNORED_STORE_KEYS = frozenset("""
 storePathDLedgerCommitLog readOnlyCommitLogStorePaths enableConsumeQueueExt mappedFileSizeConsumeQueueExt
 bitMapLengthConsumeQueueExt commitIntervalCommitLog useReentrantLockWhenPutMessage deleteCommitLogFilesInterval
 deleteConsumeQueueFilesInterval redeleteHangedFileInterval putMsgIndexHightWater commitCommitLogLeastPages
-flushLeastPagesWhenWarmMapedFile commitCommitLogThoroughInterval haListenPort haSendHeartbeatInterval
-haHousekeepingInterval haTransferBatchSize haMasterAddress haSlaveFallbehindMax slaveTimeout
+flushLeastPagesWhenWarmMapedFile commitCommitLogThoroughInterval haMaxGapNotInSync slaveTimeout
 flushDelayOffsetInterval cleanFileForciblyEnable warmMapedFileEnable debugLockEnable diskFallRecorded
 osPageCacheBusyTimeOutMills transientStorePoolEnable transientStorePoolSize fastFailIfNoBufferInStorePool
 enableDLegerCommitLog dLegerGroup dLegerPeers dLegerSelfId preferredLeaderId isEnableBatchPush
@@ -220,8 +219,12 @@ class BrokerSettings(Settings):
                     "reviveQueueNum"):
             if self[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self[key]}")
-        if self["brokerId"] != 0:
-            raise ConfigError(f"brokerId: {self['brokerId']}: only masters (brokerId=0) are supported; HA is not")
+        role = self.message_store_config().broker_role
+        if role is BrokerRole.SLAVE and self["brokerId"] <= 0:
+            raise ConfigError(f"brokerId: {self['brokerId']}: a slave's brokerId must be > 0 (Java exits on it too)")
+        if role is not BrokerRole.SLAVE and self["brokerId"] != 0:
+            # Java's BrokerStartup quietly makes a master's brokerId 0; saying so is clearer
+            raise ConfigError(f"brokerId: {self['brokerId']}: a master's brokerId is 0 (brokerRole {role.name})")
         if not self["brokerName"]:
             raise ConfigError("brokerName: must not be empty")
         if self["fastListenPortEnable"] and self["listenPort"] in (1, 2):
@@ -256,8 +259,13 @@ def _check_store(props: Mapping[str, str]) -> None:
         parse_delay_levels(cfg.message_delay_level)
     except ValueError as e:
         raise ConfigError(f"messageDelayLevel: {e}") from None
-    if cfg.broker_role is BrokerRole.SLAVE:
-        raise ConfigError("brokerRole: SLAVE is not supported (no HA yet); use ASYNC_MASTER or SYNC_MASTER")
+    for name in ("ha_send_heartbeat_interval", "ha_housekeeping_interval", "ha_transfer_batch_size"):
+        if getattr(cfg, name) <= 0:
+            raise ConfigError(f"{_java_key(name)}: must be positive")
+    if not 0 <= cfg.ha_listen_port <= 65535:
+        raise ConfigError(f"haListenPort: {cfg.ha_listen_port} is no port")
+    if cfg.ha_master_address and cfg.ha_master_address.rpartition(":")[2].isdigit() is False:
+        raise ConfigError(f"haMasterAddress: expected host:port, got {cfg.ha_master_address!r}")
     for name in ("mapped_file_size_commit_log", "mapped_file_size_consume_queue", "max_message_size"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(f"{_java_key(name)}: must be positive")

@@ -18,6 +18,7 @@ from rocketmq_tx.broker.broker2client import Broker2Client
 from rocketmq_tx.broker.clientmanager import ConsumerManager, ProducerManager
 from rocketmq_tx.broker.config import BrokerSettings, local_address
 from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
+from rocketmq_tx.broker.ha import HAClient, HAService
 from rocketmq_tx.broker.longpolling import PullRequestHoldService
 from rocketmq_tx.broker.messagerequestmode import MessageRequestModeManager
 from rocketmq_tx.broker.persister import MetadataPersister
@@ -39,6 +40,7 @@ from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
+from rocketmq_tx.store.config import BrokerRole
 from rocketmq_tx.store.status import PutMessageStatus
 from rocketmq_tx.store.store import disk_used_ratio
 
@@ -97,7 +99,9 @@ class BrokerController:
         #: 5.x timer messages (Java creates its TimerMessageStore only with timerWheelEnable;
         #: without it the put hook still refuses timer messages, as Java's does)
         self.timer_message_service: TimerMessageService | None = None
-        if self.store_config.timer_wheel_enable:
+        # A slave keeps no timer store: its master delivers (Java 4.9 has none; 5.x's slave keeps
+        # one for a takeover, which is not built here).
+        if self.store_config.timer_wheel_enable and self.store_config.broker_role is not BrokerRole.SLAVE:
             self.timer_message_service = TimerMessageService(store, reactor)
         else:
             store.timer_hook = timer_disabled_hook
@@ -137,6 +141,14 @@ class BrokerController:
         self.transactional_message_check_listener = TransactionCheckListener(self, self.broker2client)
         self.transactional_message_check_service = TransactionalMessageCheckService(
             self.transactional_message_service, self.transactional_message_check_listener, settings, reactor)
+        # Replication (Java's HAService): a master pushes to its slaves, a slave pulls from its master.
+        self.is_slave = self.store_config.broker_role is BrokerRole.SLAVE
+        self.ha_service: HAService | None = None if self.is_slave else HAService(store, reactor)
+        self.ha_client: HAClient | None = HAClient(store, reactor) if self.is_slave else None
+        #: the HA port once bound (the service sets it); published as haServerAddr
+        self.ha_listen_port: int | None = None
+        #: a slave's view of its master's broker address (the name server's masterAddr)
+        self.on_master_addr: Callable[[str | None], object] = lambda addr: None
         self._arrivals: list[tuple[str, int, int, int]] = []
         self._arrivals_scheduled = False
         store.message_arriving_listener = self._message_arriving
@@ -189,6 +201,8 @@ class BrokerController:
         self.store.start()
 
     def shutdown(self) -> None:
+        if self.ha_service is not None:
+            self.ha_service.fail_waits()
         self.transactional_message_check_service.stop()
         self.pull_request_hold_service.shutdown()
         self.pop_long_polling.shutdown()
@@ -215,6 +229,27 @@ class BrokerController:
         if self.registrar is None:
             return succeed({})
         return self.registrar.register_all()
+
+    def ha_server_addr(self) -> str:
+        """What REGISTER_BROKER publishes as haServerAddr: brokerIP2 and the HA port."""
+        port = self.ha_listen_port
+        if port is None:
+            port = self.store_config.ha_listen_port or int(self.broker_addr.rsplit(":", 1)[1]) + 1
+        return f"{self.settings['brokerIP2']}:{port}"
+
+    def on_register_result(self, response: Any) -> None:
+        """
+        A name server's REGISTER_BROKER answer (Java ``registerBrokerAll``'s use of it): a slave
+        without haMasterAddress replicates from the haServerAddr it names, and synchronises
+        its metadata from masterAddr.
+        """
+        if not self.is_slave:
+            return
+        fields = getattr(response, "ext_fields", None) or {}
+        ha_addr = fields.get("haServerAddr")
+        if self.ha_client is not None and ha_addr and not self.store_config.ha_master_address:
+            self.ha_client.update_master_address(ha_addr)
+        self.on_master_addr(fields.get("masterAddr") or None)
 
     def on_topic_created(self, tc: Any) -> None:
         """A topic was created or changed (an increment); ``None``: every topic changed (the
@@ -252,18 +287,43 @@ class BrokerController:
 
     def put_message(self, msg: MessageExtBrokerInner, stats: bool = True) -> PutMessageResult | Deferred:
         """
-        Store one message; a Deferred when SYNC_FLUSH must wait for the disk. *stats*: count it
-        in the topic's put figures (Java counts sends and send-backs; not the messages the
-        broker writes on its own: committed and op messages, OffsetMovedEvents).
+        Store one message; a Deferred when SYNC_FLUSH or SYNC_MASTER must wait for the disk or
+        a slave. *stats*: count it in the topic's put figures (Java counts sends and send-backs;
+        not the messages the broker writes on its own: committed and op messages, OffsetMovedEvents).
         """
-        return self._settle(self.store.async_put_message(msg), msg.topic if stats else None)
+        return self._settle(self.store.async_put_message(msg), msg.topic if stats else None, msg.wait_store_msg_ok)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult | Deferred:
-        return self._settle(self.store.async_put_messages(batch), batch.topic)
+        return self._settle(self.store.async_put_messages(batch), batch.topic, batch.wait_store_msg_ok)
 
-    def _settle(self, result: PutMessageResult, topic: str | None) -> PutMessageResult | Deferred:
-        if topic is not None and result.is_ok() and result.append_result is not None:
-            self.stats.put(topic, result.append_result.msg_num, result.append_result.wrote_bytes)
+    def _settle(self, result: PutMessageResult, topic: str | None, wait: bool = True) -> PutMessageResult | Deferred:
+        """*topic*: the put figures to count it in (``None``: none)."""
+        replica: Deferred | None = None
+        append = result.append_result
+        if result.is_ok() and append is not None:
+            if topic is not None:
+                self.stats.put(topic, append.msg_num, append.wrote_bytes)
+            ha = self.ha_service
+            if ha is not None:
+                ha.wakeup_all()
+                if wait and self.store_config.broker_role is BrokerRole.SYNC_MASTER:
+                    # Java's CommitLog.submitReplicaRequest: wait for a slave's ack, unless none
+                    # is connected or the one there is too far behind
+                    end = append.wrote_offset + append.wrote_bytes
+                    if ha.is_slave_ok(end):
+                        replica = ha.wait_for_slave(end, self.store_config.sync_flush_timeout / 1000.0)
+                    elif result.flush_future is None:
+                        result.status = PutMessageStatus.SLAVE_NOT_AVAILABLE
+                        return result
+                    else:
+                        replica = succeed(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+        flushed = self._settle_flush(result)
+        if replica is None:
+            return flushed
+        # Java's thenCombine: the flush's status, then the replica's when it is not PUT_OK
+        return defer_both(flushed, replica, result)
+
+    def _settle_flush(self, result: PutMessageResult) -> PutMessageResult | Deferred:
         future = result.flush_future
         if future is None:
             return result
@@ -411,6 +471,19 @@ class BrokerController:
         timer = self.timer_message_service
         info.update(timer.runtime_info() if timer is not None else DISABLED_RUNTIME_INFO)
         return info
+
+
+def defer_both(flushed: PutMessageResult | Deferred, replica: Deferred, result: PutMessageResult) -> Deferred:
+    """The put's result once both its flush and its replication are settled."""
+    d = flushed if isinstance(flushed, Deferred) else succeed(flushed)
+
+    def combine(_: Any) -> Deferred:
+        def apply(status: PutMessageStatus) -> PutMessageResult:
+            if status is not PutMessageStatus.PUT_OK:
+                result.status = status
+            return result
+        return replica.addCallback(apply)
+    return d.addCallback(combine)
 
 
 def _runtime_text(ms: int) -> str:

@@ -241,7 +241,7 @@ class BrokerRegistrar:
             topics = {name: dataclasses.replace(tc, perm=tc.perm & perm) for name, tc in topics.items()}
         s = self.settings
         c = self.controller
-        ha_addr = f"{s['brokerIP2']}:{int(c.broker_addr.rsplit(':', 1)[1]) + 1}"
+        ha_addr = c.ha_server_addr()
         sent = self._api().register_broker([lane.addr], s["brokerClusterName"], c.broker_addr, s["brokerName"],
                                            s["brokerId"], ha_addr, tcm.data_version, topics, s["compressedRegister"])
         return sent[lane.addr]
@@ -267,6 +267,10 @@ class BrokerRegistrar:
             lane.backoff = min(self.max_backoff, max(self.min_backoff, lane.backoff * 2))
             lane.not_before = self.clock.seconds() + lane.backoff
         response = result if isinstance(result, RemotingCommand) else None
+        if ok and response is not None:
+            on_result = getattr(self.controller, "on_register_result", None)
+            if on_result is not None:
+                on_result(response)
         for d in attempt.waiters:
             d.callback(response)
         if self.running and (lane.full or lane.pending or lane.retry):

@@ -18,6 +18,7 @@ from twisted.logger import Logger
 from rocketmq_tx.acl import WATCH_INTERVAL as ACL_WATCH_INTERVAL
 from rocketmq_tx.broker.config import BrokerSettings
 from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.ha.slavesync import SYNC_INTERVAL, SlaveSynchronize
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI, namesrv_addresses
 from rocketmq_tx.broker.processors import processor_table
 from rocketmq_tx.broker.registration import BrokerRegistrar
@@ -30,11 +31,12 @@ from rocketmq_tx.net.transport import ServerEndpoint
 from rocketmq_tx.store import StoreDriver
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
-__all__ = ["BrokerService", "LABEL", "FAST_LABEL"]
+__all__ = ["BrokerService", "LABEL", "FAST_LABEL", "HA_LABEL"]
 
 #: What the listening lines say: ``rocketmq-broker listening on <host>:<port>``.
 LABEL = "rocketmq-broker"
 FAST_LABEL = "rocketmq-broker-fast"
+HA_LABEL = "rocketmq-broker-ha"
 
 log = Logger()
 
@@ -100,11 +102,29 @@ class BrokerService(service.MultiService):
             listener.setServiceParent(self)
             if not fast:
                 self.listener = listener
+        # Replication: a master listens for slaves on the HA port (listenPort + 1 unless
+        # haListenPort says otherwise); a slave connects to its master's.
+        self.ha_listener: ListeningService | None = None
+        if c.ha_service is not None:
+            listen = settings["listenPort"]
+            ha_port = c.store_config.ha_listen_port or (listen + 1 if listen else 0)
+            self.ha_listener = ListeningService(HA_LABEL, ServerEndpoint(reactor, ha_port, interface=host),
+                                                c.ha_service, reactor)
+            self.ha_listener.setServiceParent(self)
+            # Java's WriteSocketService waits 100 ms for new data; puts wake it sooner.
+            _timer(0.1, c.ha_service.tick, reactor, self)
+        if c.ha_client is not None:
+            _timer(1.0, c.ha_client.tick, reactor, self, now=False)
         client_tls = tls if tls["tls.enable"] else None
         self.namesrv_client = RemotingClient(reactor, tls=client_tls)
         self.outer_api = BrokerOuterAPI(self.namesrv_client, settings["registerBrokerTimeoutMills"])
         c.topic_route_info_manager.lookup = lambda topic: self.outer_api.get_topic_route_info(self.namesrvs, topic)
         self.driver = StoreDriver(c.store, clean=False) if drive_store else None
+        self.slave_synchronize: SlaveSynchronize | None = None
+        if c.is_slave:
+            self.slave_synchronize = SlaveSynchronize(c, self.namesrv_client)
+            c.on_master_addr = self._master_addr
+            _timer(SYNC_INTERVAL, self._sync_from_master, reactor, self, now=False)
         # Not waiting for the answers: a request still unanswered merges into the next one.
         _timer(settings["registerNameServerPeriod"] / 1000.0, lambda: self.register_broker_all() and None, reactor,
                self, now=False)
@@ -144,6 +164,10 @@ class BrokerService(service.MultiService):
         port = self.listener.port
         if port is not None:
             c.listening_on(tcp_address(port).port)
+        if self.ha_listener is not None and self.ha_listener.port is not None:
+            c.ha_listen_port = tcp_address(self.ha_listener.port).port
+        if c.ha_client is not None:
+            c.ha_client.start()
         log.info("broker {name} ({addr}) of cluster {cluster} started, name servers {ns}",
                  name=self.settings["brokerName"], addr=c.broker_addr, cluster=self.settings["brokerClusterName"],
                  ns=self.settings["namesrvAddr"] or "(none)")
@@ -153,6 +177,10 @@ class BrokerService(service.MultiService):
     def stopService(self) -> Any:
         c = self.controller
         self.registrar.stop()
+        if c.ha_client is not None:
+            c.ha_client.stop()
+        if c.ha_service is not None:
+            c.ha_service.close_all()
         if self.namesrvs:
             try:
                 yield self.outer_api.unregister_broker_all(
@@ -181,10 +209,26 @@ class BrokerService(service.MultiService):
         ``registerNameServerPeriod``); fires with ``{addr: response or None}``."""
         return self.registrar.register_all()
 
+    # ------------------------------------------------------------------ slave
+
+    def _master_addr(self, addr: str | None) -> None:
+        sync = self.slave_synchronize
+        if sync is None:
+            return
+        first = sync.master_addr is None and addr is not None
+        sync.master_addr = addr
+        if first:  # a new slave copies its master's topics at once, not 10 s later
+            self._sync_from_master()
+
+    def _sync_from_master(self) -> None:
+        if self.slave_synchronize is not None:
+            self.slave_synchronize.sync_all()
+
     # ------------------------------------------------------------------ periodic work
 
     def _deliver_delayed(self) -> None:
-        if self.controller.store.shutdown_flag:
+        # a slave's delay levels are its master's work (Java starts the service on masters only)
+        if self.controller.store.shutdown_flag or self.controller.is_slave:
             return
         try:
             self.controller.schedule_message_service.deliver_due()
@@ -194,7 +238,7 @@ class BrokerService(service.MultiService):
     def _pop_tick(self) -> None:
         """Read the revive log back after a start, then revive expired POP checkpoints (bounded slices)."""
         pop = self.controller.pop_service
-        if self.controller.store.shutdown_flag:
+        if self.controller.store.shutdown_flag or self.controller.is_slave:
             return
         try:
             if pop.recovering:
@@ -205,7 +249,7 @@ class BrokerService(service.MultiService):
             log.failure("POP revive failed")
 
     def _check_transactions(self) -> None:
-        if self.controller.store.shutdown_flag:
+        if self.controller.store.shutdown_flag or self.controller.is_slave:
             return
         # Not returned: the TimerService would wait for the pass before its next interval,
         # and a pass still running is simply not started twice.

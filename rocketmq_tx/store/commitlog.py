@@ -409,6 +409,52 @@ class CommitLog:
         f.append_record(data)
         return f, phys
 
+    def append_data(self, start_offset: int, data: bytes) -> bool:
+        """
+        A slave's append of raw bytes its master sent (Java ``CommitLog.appendData``): written
+        verbatim at *start_offset*, which must be the log's end (or, for an empty log, a file
+        start), within one file. The master's BLANK filler arrives as bytes like any other, so
+        the files roll exactly where the master's did.
+
+        :return: ``False`` (nothing written) when the bytes do not continue the log or do not
+            fit in the file.
+        :raises OSError: when a new file cannot be created.
+        """
+        q = self.mapped_file_queue
+        size = self.mapped_file_size
+        if q.last() is None:
+            if start_offset < 0 or start_offset % size:
+                log.error("HA append at %d: an empty CommitLog starts only at a file boundary", start_offset)
+                return False
+        elif start_offset != q.get_max_offset():
+            log.error("HA append at %d, but the CommitLog ends at %d", start_offset, q.get_max_offset())
+            return False
+        if not data:
+            return True
+        pos = start_offset % size
+        if pos + len(data) > size:
+            log.error("HA append of %d bytes at %d crosses the end of a file", len(data), start_offset)
+            return False
+        f = q.get_last_mapped_file(start_offset, True)
+        assert f is not None and f.file_from_offset + f.wrote_position == start_offset
+        f.write_at(pos, data)
+        f.wrote_position = pos + len(data)
+        return True
+
+    def get_data(self, offset: int, max_size: int) -> bytes | None:
+        """
+        At most *max_size* bytes from *offset* to the end of what its file holds (Java
+        ``getData``, for the HA master): never across a file's end. ``None`` when nothing
+        is there yet (or the file is gone).
+        """
+        f = self.mapped_file_queue.find_mapped_file_by_offset(offset, offset == 0)
+        if f is None:
+            return None
+        pos = offset - f.file_from_offset
+        if pos < 0 or pos >= f.wrote_position:
+            return None
+        return f.read(pos, min(max_size, f.wrote_position - pos))
+
     # -- reading
 
     def get_message(self, offset: int, size: int) -> bytes | None:

@@ -101,6 +101,19 @@ class MessageStoreConfig:
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
     offset_check_in_slave: bool = False
+    #: the master's replication port; 0 = listenPort + 1 (what Java 4.9's BrokerStartup always
+    #: sets, whatever the configuration says)
+    ha_listen_port: int = 0
+    #: a slave reports its offset, and an idle master sends an empty frame, this often (ms)
+    ha_send_heartbeat_interval: int = 5000
+    #: an HA connection silent this long is closed (ms)
+    ha_housekeeping_interval: int = 20_000
+    #: the largest batch of CommitLog bytes a master sends in one frame
+    ha_transfer_batch_size: int = 32 * 1024
+    #: a slave's master HA address (host:port); empty = the one the name server answers
+    ha_master_address: str = ""
+    #: a slave further behind than this is not "OK" for SYNC_MASTER (bytes)
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
     duplication_enable: bool = False
     #: Not a Java setting: the address written as STOREHOSTADDRESS (Java takes it from
     #: brokerIP1 and listenPort).

@@ -38,7 +38,7 @@ from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageConst, MessageExt, properties_to_string
 from rocketmq_tx.common.messagecodec import pack_host
 from rocketmq_tx.common.native import speedups
-from rocketmq_tx.common.sysflag import MessageSysFlag
+from rocketmq_tx.common.sysflag import BLANK_MAGIC_CODE, MessageSysFlag
 from rocketmq_tx.common.validators import is_store_name_safe
 from rocketmq_tx.store.appender import CommitLogWriteError, NativeAppender
 from rocketmq_tx.store.checkpoint import StoreCheckpoint
@@ -50,6 +50,7 @@ from rocketmq_tx.store.commitlog import (
     MessageExtBatch,
     MessageExtBrokerInner,
     _tags_hash,
+    check_message_and_return_size,
     encode_inner,
     get_property,
     iter_batch,
@@ -59,6 +60,7 @@ from rocketmq_tx.store.commitlog import (
 from rocketmq_tx.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rocketmq_tx.store.consumequeue import ConsumeQueue
 from rocketmq_tx.store.flush import FlushManager, GroupCommitService
+from rocketmq_tx.store.formats import BLANK_HEAD
 from rocketmq_tx.store.index import IndexService
 from rocketmq_tx.store.pagewarmer import PageWarmer
 from rocketmq_tx.store.reader import MessageFilter, QueryMessageResult, StoreReader, TagsFilter
@@ -109,6 +111,8 @@ class DefaultMessageStore:
         self.shutdown_flag = True
         self.writeable = True
         self.last_dispatch_timestamp = 0
+        #: where a slave's dispatch of replicated bytes stands (see :meth:`reput`)
+        self.reput_from_offset = 0
         self._lock_fd = -1
         self.flush_manager = FlushManager(self)
         #: SYNC_FLUSH's group commit (None with ASYNC_FLUSH) and ASYNC_FLUSH's periodic flush
@@ -171,6 +175,8 @@ class DefaultMessageStore:
         if cfg.message_index_enable:
             self.index_service.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
         self.recovery.recover(self.last_exit_ok)
+        # recovery dispatched every complete record: a slave's reput goes on from the end
+        self.reput_from_offset = self.commit_log.get_max_offset()
         return True
 
     def _load_consume_queues(self) -> bool:
@@ -322,6 +328,78 @@ class DefaultMessageStore:
                 listener(topic, queue_id, queue_offset + 1, tags_code)
         if self.config.message_index_enable:
             self.index_service.build_index(topic, phys, store_timestamp, sys_flag, keys, uniq_key, tags)
+
+    # ------------------------------------------------------------------ slave (HA)
+
+    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+        """
+        A slave's append of the CommitLog bytes its master pushed (Java
+        ``appendToCommitLog``), then the dispatch of every record they complete (Java's
+        ReputMessageService on a slave). *data* is one HA batch (32 KiB by default), so the
+        work per call is bounded.
+
+        :return: ``False`` when the bytes do not continue this log (nothing written).
+        """
+        if self.shutdown_flag:
+            log.warning("message store is shut down; HA append refused")
+            return False
+        with self.put_lock:
+            try:
+                if not self.commit_log.append_data(start_offset, data):
+                    return False
+            except OSError as e:
+                log.error("HA append: cannot create a mapped file: %s", e)
+                return False
+            self.reput()
+        return True
+
+    def reput(self) -> None:
+        """
+        Dispatch the complete records between :attr:`reput_from_offset` and the CommitLog's
+        end to the ConsumeQueues and the index. A record still partly missing (a batch ends
+        inside it) waits for the next append, as does a BLANK filler until its file is whole.
+        """
+        q = self.commit_log.mapped_file_queue
+        # an empty slave's first file is the master's last one, not offset 0
+        off = max(self.reput_from_offset, q.get_min_offset())
+        end = q.get_max_offset()
+        delay_levels = self.delay_levels
+        while off < end:
+            f = q.find_mapped_file_by_offset(off)
+            if f is None:
+                break
+            pos = off - f.file_from_offset
+            avail = f.wrote_position - pos
+            full = f.wrote_position >= f.file_size
+            if avail < 8:
+                if full:
+                    off = f.file_tail_offset
+                    continue
+                break
+            total, magic = BLANK_HEAD.unpack_from(f.mm, pos)
+            if magic == BLANK_MAGIC_CODE:
+                if full:
+                    off = f.file_tail_offset
+                    continue
+                break
+            if total > avail:
+                break
+            req, size = check_message_and_return_size(f.mm, pos, check_crc=False, delay_levels=delay_levels)
+            if req is None or size <= 0:
+                # Java's slave stops its reput there too (and logs); the HA stream is the
+                # master's own bytes, so this means a corrupt transfer or a corrupt master.
+                log.error("HA reput: invalid record at CommitLog offset %d; dispatch stops there", off)
+                break
+            try:
+                self.dispatch(req)
+            except MessageFormatError as e:
+                log.warning("HA reput: record at %d not dispatched: %s", off, e)
+            tx = req.sys_flag & _TX_MASK
+            if tx == _NOT_TYPE or tx == _COMMIT:
+                self.topic_queue_table[f"{req.topic}-{req.queue_id}"] = req.consume_queue_offset + 1
+            f.store_timestamp = req.store_timestamp
+            off += size
+        self.reput_from_offset = off
 
     # ------------------------------------------------------------------ put
 
@@ -697,7 +775,10 @@ class DefaultMessageStore:
     # ------------------------------------------------------------------ misc
 
     def dispatch_behind_bytes(self) -> int:
-        return 0
+        """Replicated bytes not yet dispatched (a slave's record split by a batch; 0 on a master)."""
+        if self.config.broker_role is not BrokerRole.SLAVE:
+            return 0
+        return max(0, self.commit_log.get_max_offset() - self.reput_from_offset)
 
     def get_running_data_info(self) -> dict:
         return {

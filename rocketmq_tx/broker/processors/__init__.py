@@ -10,7 +10,7 @@ every other code (see docs/compatibility.md). Transactions: :mod:`.endtransactio
 RESUME_CHECK_HALF_MESSAGE) and the half-message path of :mod:`.send`. 5.x message request
 modes and the broker-side allocation: :mod:`.assignment`. POP consumption (5.x):
 :mod:`.pop`, :mod:`.ack`, :mod:`.changeinvisible`, :mod:`.peek`, :mod:`.pollinginfo`, :mod:`.notification` over
-:mod:`rocketmq_tx.broker.pop`. With ``aclEnable``
+:mod:`rocketmq_tx.broker.pop`. Replication state (5.x's GET_BROKER_HA_STATUS): :mod:`.hastatus`. With ``aclEnable``
 every request is checked first (:class:`~rocketmq_tx.broker.processors.acl.AclServerHook`,
 docs/security.md).
 """
@@ -31,6 +31,7 @@ from rocketmq_tx.broker.processors.changeinvisible import ChangeInvisibleTimePro
 from rocketmq_tx.broker.processors.client import ClientManageProcessor
 from rocketmq_tx.broker.processors.consumer import ConsumerManageProcessor
 from rocketmq_tx.broker.processors.endtransaction import EndTransactionProcessor
+from rocketmq_tx.broker.processors.hastatus import HAStatusProcessor
 from rocketmq_tx.broker.processors.notification import NotificationProcessor
 from rocketmq_tx.broker.processors.peek import PeekMessageProcessor
 from rocketmq_tx.broker.processors.pollinginfo import PollingInfoProcessor
@@ -74,6 +75,7 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         AckMessageProcessor(controller),
         ChangeInvisibleTimeProcessor(controller),
         TimerAdminProcessor(controller),
+        HAStatusProcessor(controller),
     ]
     if not fast:
         processors.append(PullMessageProcessor(controller))

@@ -190,13 +190,19 @@ class PullMessageProcessor(HandlerProcessor):
             code = ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
             code = _NOT_FOUND_CODES.get(status, ResponseCode.SYSTEM_ERROR)
-        # Only a master here, so always suggest the master (Java: MASTER_ID unless slaveReadEnable).
+        # Java: the master (0) unless slaveReadEnable. (Java 4.9's "SLAVE without slaveReadEnable
+        # answers PULL_RETRY_IMMEDIATELY" is overwritten by its status switch: a slave serves pulls.)
         suggest = 0
         if s["slaveReadEnable"]:
             suggest = sgc.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sgc.broker_id
+        slave = c.is_slave
+        if code == ResponseCode.PULL_OFFSET_MOVED and slave and not c.store_config.offset_check_in_slave:
+            # a slave behind its master must not move a consumer's offset (Java: retry, no event)
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            suggest = sgc.broker_id
         response_header = PullMessageResponseHeader(suggest, result.next_begin_offset, result.min_offset,
                                                     result.max_offset)
-        if allow_suspend and has_commit:
+        if allow_suspend and has_commit and not slave:  # a slave's offsets come from its master
             c.consumer_offset_manager.commit_offset(header.consumer_group, header.topic, header.queue_id,
                                                     header.commit_offset)
         if code == ResponseCode.SUCCESS:

@@ -293,7 +293,7 @@ class ConfigAdminTests(AdminTestBase):
                 (b"listenPort=1\n", "listenPort: 1 leaves no fast port (listenPort - 2); use 0, a port above 2, "
                                     "or fastListenPortEnable=false"),
                 (b"listenPort=70000\n", "listenPort: 70000 is not a TCP port"),
-                (b"brokerId=3\n", "brokerId: 3: only masters (brokerId=0) are supported; HA is not"),
+                (b"brokerId=3\n", "brokerId: 3: a master's brokerId is 0 (brokerRole ASYNC_MASTER)"),
                 (b"deleteWhen=4am\n", "deleteWhen: expected hours like 04 or 04;05, got '4am'")):
             response = self.call(RequestCode.UPDATE_BROKER_CONFIG, body=body)
             self.assertEqual((response.code, response.remark), (ResponseCode.SYSTEM_ERROR, remark))

@@ -67,7 +67,8 @@ class BrokerKeysTests(SynchronousTestCase):
     def test_bad_values_are_one_line_config_errors(self) -> None:
         """A broker or store value that does not parse is a ConfigError naming the key; nothing is applied."""
         cases = {
-            "listenPort": "abc", "autoCreateTopicEnable": "yes", "flushDiskType": "X", "brokerRole": "SLAVE",
+            "listenPort": "abc", "autoCreateTopicEnable": "yes", "flushDiskType": "X", "brokerRole": "BACKUP",
+            "haTransferBatchSize": "0", "haListenPort": "70000", "haMasterAddress": "nohost",
             "mappedFileSizeCommitLog": "big", "maxMessageSize": "0", "messageDelayLevel": "1s 5x",
             "deleteWhen": "four", "diskMaxUsedSpaceRatio": "101", "timerFlushIntervalMs": "0",
             "mappedFileSizeTimerLog": "60", "timerMaxDelaySec": "-1", "timerPrecisionMs": "fast",
@@ -80,6 +81,22 @@ class BrokerKeysTests(SynchronousTestCase):
                 self.assertNotIn("\n", str(e))
                 self.assertNotEqual(s["brokerName"], "changed")
                 self.assertEqual(s.store_properties, {})
+
+    def test_roles_and_broker_ids(self) -> None:
+        """A SLAVE needs brokerId > 0 (Java exits otherwise); a master's must be 0 (Java makes it 0)."""
+        s = BrokerSettings()
+        s.update_from_properties({"brokerRole": "SLAVE", "brokerId": "0"})
+        e = self.assertRaises(ConfigError, s.validate)
+        self.assertIn("brokerId", str(e))
+        s.update_from_properties({"brokerId": "2", "haMasterAddress": "10.0.0.1:10912"})
+        s.validate()
+        cfg = s.message_store_config()
+        self.assertEqual((cfg.broker_role.name, cfg.ha_master_address, cfg.ha_transfer_batch_size),
+                         ("SLAVE", "10.0.0.1:10912", 32768))
+        s = BrokerSettings()
+        s.update_from_properties({"brokerRole": "ASYNC_MASTER", "brokerId": "3"})
+        e = self.assertRaises(ConfigError, s.validate)
+        self.assertIn("a master's brokerId is 0", str(e))
 
     def test_print_includes_store_keys(self) -> None:
         """What -p prints: broker, server and store keys with their effective values."""

@@ -59,7 +59,8 @@ class RegistrarTests(SynchronousTestCase):
         self.settings = BrokerSettings({"brokerIP1": "127.0.0.1", "brokerName": "broker-a",
                                         "namesrvAddr": f"{NS1};{NS2}"})
         self.tcm = TopicConfigManager(os.path.join(self.mktemp(), "topics.json"), self.settings)
-        controller = SimpleNamespace(topic_config_manager=self.tcm, broker_addr="127.0.0.1:10911")
+        controller = SimpleNamespace(topic_config_manager=self.tcm, broker_addr="127.0.0.1:10911",
+                                     ha_server_addr=lambda: "127.0.0.1:10912")
         self.api = ManualNameServers()
         self.registrar = BrokerRegistrar(self.clock, self.settings, controller, lambda: self.api)
         self.registrar.start()

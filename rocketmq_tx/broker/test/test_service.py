@@ -84,10 +84,11 @@ class ServiceTestCase(SynchronousTestCase):
 
 class ListeningTests(ServiceTestCase):
     def test_listens_on_both_ports(self) -> None:
-        """listenPort and listenPort - 2 (the fast port), Java's backlog, on bindAddress."""
+        """listenPort and listenPort - 2 (the fast port), Java's backlog, on bindAddress; HA on listenPort + 1."""
         self.start()
         ports = {port: (factory, backlog, interface) for port, factory, backlog, interface in self.reactor.tcpServers}
-        self.assertEqual(set(ports), {10911, 10909})
+        self.assertEqual(set(ports), {10911, 10909, 10912})
+        self.assertIs(ports[10912][0], self.controller.ha_service)
         self.assertEqual(ports[10911][1:], (1024, "0.0.0.0"))
         self.assertIs(ports[10911][0].app_factory, self.service.factories[0])
         self.assertIs(ports[10909][0].app_factory, self.service.factories[1])
@@ -122,7 +123,7 @@ class NoFastPortTests(ServiceTestCase):
 
     def test_only_main_port(self) -> None:
         self.start()
-        self.assertEqual([s[0] for s in self.reactor.tcpServers], [10911])
+        self.assertEqual([s[0] for s in self.reactor.tcpServers], [10911, 10912])  # main and HA
 
 
 class RegistrationTests(ServiceTestCase):

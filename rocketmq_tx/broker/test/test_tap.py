@@ -153,5 +153,5 @@ class TwistdTests(SynchronousTestCase):
         out = subprocess.run([*twistd, "-n", "--pidfile=", "rocketmq-broker", "--set", "brokerRole=SLAVE"],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 1)
-        self.assertEqual(out.stderr.strip().splitlines()[-1][:len("rocketmq-broker: brokerRole")],
-                         "rocketmq-broker: brokerRole")
+        self.assertEqual(out.stderr.strip().splitlines()[-1][:len("rocketmq-broker: brokerId")],
+                         "rocketmq-broker: brokerId")
