@@ -16,9 +16,10 @@ from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.blocking.client import BlockingMQClient
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.route import TopicConfig, TopicRouteData
+from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import adminapi
 from rocketmq_tx.remoting.adminapi import Plan, QueryResult, RollbackStats
-from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, TopicStatsTable
+from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, ProducerConnection, TopicStatsTable
 from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
 from rocketmq_tx.tlsconfig import TlsSettings
 
@@ -156,3 +157,53 @@ class BlockingAdmin:
     def reset_offset_new(self, topic: str, group: str, timestamp_ms: int) -> dict[MessageQueue, int]:
         """mqadmin ``resetOffsetByTime``: through the brokers, or by the admin when no consumer is online."""
         return self.run(adminapi.reset_offset_new(topic, group, timestamp_ms))
+
+    # ------------------------------------------------------------ configuration and permissions
+    def get_broker_config(self, addr: str) -> dict[str, str]:
+        """Every setting of the broker at *addr* (mqadmin ``getBrokerConfig``)."""
+        return self.run(adminapi.get_broker_config(addr))
+
+    def update_broker_config(self, addr: str, properties: dict[str, str]) -> None:
+        """Change settings of the broker at *addr* at run time (mqadmin ``updateBrokerConfig``)."""
+        self.run(adminapi.update_broker_config(addr, properties))
+
+    def fetch_broker_runtime_stats(self, addr: str) -> dict[str, str]:
+        """The runtime figures of the broker at *addr* (mqadmin ``brokerStatus``)."""
+        return self.run(adminapi.fetch_broker_runtime_stats(addr))
+
+    def get_name_server_config(self, addrs: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each name server's settings by address (``None``: every configured one; mqadmin ``getNamesrvConfig``)."""
+        return self.run(adminapi.get_name_server_config(self.namesrvs if addrs is None else list(addrs)))
+
+    def update_name_server_config(self, properties: dict[str, str], addrs: Iterable[str] | None = None) -> None:
+        """Change settings of the name servers (mqadmin ``updateNamesrvConfig``)."""
+        self.run(adminapi.update_name_server_config(self.namesrvs if addrs is None else list(addrs), properties))
+
+    def create_and_update_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """Put a KV config entry on every configured name server (mqadmin ``updateKvConfig``)."""
+        self.run(adminapi.create_and_update_kv_config(self.namesrvs, namespace, key, value))
+
+    def delete_kv_config(self, namespace: str, key: str) -> None:
+        """Delete a KV config entry from every configured name server (mqadmin ``deleteKvConfig``)."""
+        self.run(adminapi.delete_kv_config(self.namesrvs, namespace, key))
+
+    def wipe_write_perm_of_broker(self, namesrv_addr: str, broker_name: str) -> int:
+        """Take write permission from a broker's topics in one name server; how many topics (``wipeWritePerm``)."""
+        return self.run(adminapi.wipe_write_perm_of_broker(namesrv_addr, broker_name))
+
+    def add_write_perm_of_broker(self, namesrv_addr: str, broker_name: str) -> int:
+        """Give write permission back to a broker's topics in one name server; how many topics (``addWritePerm``)."""
+        return self.run(adminapi.add_write_perm_of_broker(namesrv_addr, broker_name))
+
+    # ------------------------------------------------------------ subscription groups and producers
+    def create_and_update_subscription_group_config(self, addr: str, config: SubscriptionGroupConfig) -> None:
+        """Create or update a subscription group on one broker (mqadmin ``updateSubGroup``)."""
+        self.run(adminapi.create_and_update_subscription_group_config(addr, config))
+
+    def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+        """Delete a subscription group (and, with *remove_offset*, its offsets) on one broker."""
+        self.run(adminapi.delete_subscription_group(addr, group, remove_offset))
+
+    def examine_producer_connection_info(self, group: str, topic: str) -> ProducerConnection:
+        """The producers of *group* connected to the brokers of *topic* (mqadmin ``producerConnection``)."""
+        return self.run(adminapi.examine_producer_connection_info(group, topic))

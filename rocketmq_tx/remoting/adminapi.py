@@ -25,16 +25,21 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import javaproperties
+
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.msgid import decode_offset_msg_id, unique_key_time
 from rocketmq_tx.common.route import TopicConfig, TopicRouteData
+from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.adminbodies import (
     ConsumerConnection,
     ConsumeStats,
+    KVTable,
     OffsetWrapper,
+    ProducerConnection,
     ResetOffsetBody,
     TopicStatsTable,
 )
@@ -50,17 +55,23 @@ from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import MQBrokerError, RemotingCommandError, RemotingError
 from rocketmq_tx.remoting.headers.admin import (
     CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     ResetOffsetRequestHeader,
 )
 from rocketmq_tx.remoting.headers.client import QueryMessageResponseHeader
 from rocketmq_tx.remoting.headers.namesrv import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 
 # The plan vocabulary is shared with the send path; re-exported here for the admin drivers.
@@ -93,6 +104,8 @@ __all__ = [
     "reset_offset_request",
     "parse_reset_offset_response",
     "parse_query_message_response",
+    "properties_text",
+    "parse_properties_response",
     # plans
     "examine_broker_cluster_info",
     "fetch_master_addr_by_cluster_name",
@@ -112,6 +125,18 @@ __all__ = [
     "reset_offset_by_timestamp",
     "reset_offset_by_timestamp_old",
     "reset_offset_new",
+    "get_broker_config",
+    "update_broker_config",
+    "fetch_broker_runtime_stats",
+    "get_name_server_config",
+    "update_name_server_config",
+    "create_and_update_kv_config",
+    "delete_kv_config",
+    "wipe_write_perm_of_broker",
+    "add_write_perm_of_broker",
+    "create_and_update_subscription_group_config",
+    "delete_subscription_group",
+    "examine_producer_connection_info",
 ]
 
 T = TypeVar("T")
@@ -639,3 +664,116 @@ def reset_offset_new(topic: str, group: str, timestamp_ms: int) -> Plan[dict[Mes
             raise
     stats = yield from reset_offset_by_timestamp_old(topic, group, timestamp_ms, True)
     return {MessageQueue(topic, s.broker_name, s.queue_id): s.rollback_offset for s in stats}
+
+
+# --------------------------------------------------------------------------- configuration and permissions
+
+def properties_text(properties: dict[str, str]) -> bytes:
+    """A ``key=value`` line per entry, the body UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG carry
+    (Java ``MixAll.properties2String``, which escapes nothing either)."""
+    for key, value in properties.items():
+        if any(c in key + value for c in "\r\n") or "=" in key:
+            raise ValueError(f"a config key or value may hold no line break (and a key no '='): {key!r}")
+    return "".join(f"{k}={v}\n" for k, v in properties.items()).encode("utf-8")
+
+
+def parse_properties_response(response: RemotingCommand, what: str) -> dict[str, str]:
+    """GET_BROKER_CONFIG / GET_NAMESRV_CONFIG's body: properties text (Java's ``string2Properties``)."""
+    check_response(response)
+    try:
+        return dict(javaproperties.loads(response.body.decode("utf-8"))) if response.body else {}
+    except (ValueError, UnicodeDecodeError) as e:
+        raise MQBrokerError(response.code, f"malformed {what} body: {e}") from None
+
+
+def get_broker_config(addr: str) -> Plan[dict[str, str]]:
+    """Every setting of the broker at *addr* (GET_BROKER_CONFIG, 26; mqadmin ``getBrokerConfig``)."""
+    return parse_properties_response((yield Call(addr, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG))),
+                                     "broker config")
+
+
+def update_broker_config(addr: str, properties: dict[str, str]) -> Plan[None]:
+    """Change settings of the broker at *addr* at run time (UPDATE_BROKER_CONFIG, 25)."""
+    request = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, body=properties_text(properties))
+    check_response((yield Call(addr, request)))
+
+
+def fetch_broker_runtime_stats(addr: str) -> Plan[dict[str, str]]:
+    """The broker's runtime figures (GET_BROKER_RUNTIME_INFO, 28; mqadmin ``brokerStatus``)."""
+    response = yield Call(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
+    return _decoded(response, "KVTable", KVTable.from_json).table
+
+
+def get_name_server_config(addrs: Iterable[str]) -> Plan[dict[str, dict[str, str]]]:
+    """Each name server's settings, by address (GET_NAMESRV_CONFIG, 319; mqadmin ``getNamesrvConfig``)."""
+    addrs = list(addrs)
+    results = yield [Call(a, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)) for a in addrs]
+    return {a: parse_properties_response(_ok_or_raise(r), "name server config") for a, r in zip(addrs, results)}
+
+
+def update_name_server_config(addrs: Iterable[str], properties: dict[str, str]) -> Plan[None]:
+    """Change settings of every name server of *addrs* (UPDATE_NAMESRV_CONFIG, 318)."""
+    body = properties_text(properties)
+    results = yield [Call(a, RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)) for a in addrs]
+    for result in results:
+        _ok_or_raise(result)
+
+
+def create_and_update_kv_config(addrs: Iterable[str], namespace: str, key: str, value: str) -> Plan[None]:
+    """PUT_KV_CONFIG on every name server (mqadmin ``updateKvConfig``)."""
+    results = yield [Call(a, put_kv_config_request(namespace, key, value)) for a in addrs]
+    for result in results:
+        _ok_or_raise(result)
+
+
+def delete_kv_config(addrs: Iterable[str], namespace: str, key: str) -> Plan[None]:
+    """DELETE_KV_CONFIG on every name server (mqadmin ``deleteKvConfig``)."""
+    results = yield [Call(a, delete_kv_config_request(namespace, key)) for a in addrs]
+    for result in results:
+        _ok_or_raise(result)
+
+
+def wipe_write_perm_of_broker(addr: str, broker_name: str) -> Plan[int]:
+    """Take write permission from *broker_name*'s topics in the name server at *addr*; how many topics."""
+    request = RemotingCommand.request(RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                                      WipeWritePermOfBrokerRequestHeader(broker_name).to_ext_fields())
+    response = check_response((yield Call(addr, request)))
+    return WipeWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).wipe_topic_count
+
+
+def add_write_perm_of_broker(addr: str, broker_name: str) -> Plan[int]:
+    """Give write permission back to *broker_name*'s topics in the name server at *addr*; how many topics."""
+    request = RemotingCommand.request(RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                                      AddWritePermOfBrokerRequestHeader(broker_name).to_ext_fields())
+    response = check_response((yield Call(addr, request)))
+    return AddWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).add_topic_count
+
+
+# --------------------------------------------------------------------------- plans: subscription groups
+
+def create_and_update_subscription_group_config(addr: str, config: SubscriptionGroupConfig) -> Plan[None]:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) on the broker at *addr* (mqadmin ``updateSubGroup``)."""
+    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                                      body=fastjson.dumps(config.to_json()))
+    check_response((yield Call(addr, request)))
+
+
+def delete_subscription_group(addr: str, group: str, remove_offset: bool = False) -> Plan[None]:
+    """
+    DELETE_SUBSCRIPTIONGROUP (207) on the broker at *addr*. The flag goes under both of its
+    names (4.x ``removeOffset``, 5.x ``cleanOffset``); each broker reads its own.
+    """
+    header = DeleteSubscriptionGroupRequestHeader(group, remove_offset, remove_offset)
+    check_response((yield Call(addr, RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                                                             header.to_ext_fields()))))
+
+
+def examine_producer_connection_info(group: str, topic: str) -> Plan[ProducerConnection]:
+    """The producers of *group* connected to a broker of *topic* (GET_PRODUCER_CONNECTION_LIST, 204)."""
+    route = yield from examine_topic_route_info(topic)
+    merged = ProducerConnection()
+    request = GetProducerConnectionListRequestHeader(group).to_ext_fields()
+    for _, addr in _broker_addrs(route):
+        response = yield Call(addr, RemotingCommand.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, dict(request)))
+        merged.connection_set += _decoded(response, "ProducerConnection", ProducerConnection.from_json).connection_set
+    return merged
