@@ -1,0 +1,296 @@
+"""
+``rocketmq-tx-admin`` against the official ``mqadmin`` (tools 4.9.8), in the same run, on
+the Java 4.9.7 name server + broker and on our ``rocketmq-standalone``:
+
+* our CLI sets the scene (updateTopic, updateSubGroup, sendMessage, updateBrokerConfig,
+  updateKvConfig, wipeWritePerm / addWritePerm) and the official mqadmin sees its effects;
+* the read commands of both (clusterList, topicList, topicRoute, topicStatus,
+  consumerProgress, consumerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
+  brokerStatus, getBrokerConfig, getNamesrvConfig) give the same facts: each output is
+  parsed, mqadmin's and ours by the same parser where the layout is a table, and the facts
+  compared (never the strings: times and figures move);
+* a failing command exits 1 with one line on stderr.
+
+The mqadmin commands run in one JVM (AdminBatch); ours in this process through ``main``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import rocketmq_java as rj
+import txbroker as tb
+
+from rocketmq_tx.admin import cli
+from rocketmq_tx.blocking import BlockingPullClient
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.message import MessageQueue
+from rocketmq_tx.common.route import TopicRouteData
+
+pytestmark = pytest.mark.compat
+
+HERE = Path(__file__).resolve().parent
+TOPIC = "AdminCliTopic"
+GROUP = "AdminCliGroup"
+COUNT = 8
+FAST_START = ("-XX:TieredStopAtLevel=1",)
+
+
+def ours(ns: str, *args: str) -> str:
+    """Our command's stdout (it must succeed)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main([*args, "-n", ns, "--timeout", "10"])
+    assert status == 0, (args, err.getvalue())
+    return out.getvalue()
+
+
+def ours_json(ns: str, *args: str):  # type: ignore[no-untyped-def]
+    return json.loads(ours(ns, *args, "--json"))
+
+
+@pytest.fixture(scope="module", params=["4.9.7", "tx"])
+def cluster(request, tmp_path_factory):
+    kind = request.param
+    tools = request.getfixturevalue("java_classpath_4")
+    tmp = tmp_path_factory.mktemp(f"admincli-{kind}")
+    if kind == "tx":
+        server = tb.start_standalone(tmp / "store", name="tx-admincli", cluster="TxCliCluster")
+        try:
+            yield dict(kind=kind, tools=tools, namesrv=server.namesrv, broker_addr=server.addr, broker="tx-admincli",
+                       cluster="TxCliCluster", home=rj.JavaHome("admincli"))
+        finally:
+            server.stop()
+    else:
+        with rj.java_cluster(tools, tmp / "store") as java:
+            yield dict(kind=kind, tools=tools, namesrv=java.namesrv_addr, broker_addr=f"127.0.0.1:{java.port}",
+                       broker="compat-broker", cluster="CompatCluster", home=java.home)
+
+
+@pytest.fixture(scope="module")
+def env(cluster):
+    """The scene, set by our CLI: a topic, a subscription group, messages, a config change, an online group."""
+    ns = cluster["namesrv"]
+    created = ours(ns, "updateTopic", "-c", cluster["cluster"], "-t", TOPIC, "-r", "4", "-w", "4")
+    assert f"create topic to {cluster['broker_addr']} success." in created
+    ours(ns, "updateSubGroup", "-c", cluster["cluster"], "-g", GROUP, "-r", "5")
+    sends = [ours_json(ns, "sendMessage", "-t", TOPIC, "-p", f"cli-{i}", "-k", f"ck-{i}", "-c", "TagC",
+                       "-b", cluster["broker"], "-i", str(i % 4)) for i in range(COUNT)]
+    assert {s["sendStatus"] for s in sends} == {"SEND_OK"}
+    ours(ns, "updateBrokerConfig", "-b", cluster["broker_addr"], "-k", "maxMessageSize", "-v", "4194305")
+    wiped = ours_json(ns, "wipeWritePerm", "-b", cluster["broker"])
+    added = ours_json(ns, "addWritePerm", "-b", cluster["broker"])
+    assert wiped == added and wiped[ns] > 0, (wiped, added)
+    puller = BlockingPullClient(GROUP, ns, timeout=10.0)
+    per_queue = {q: sum(1 for s in sends if s["queueId"] == q) for q in range(4)}
+    puller.send_heartbeat([TOPIC])
+    committed = {q: max(n - 1, 0) if q == 1 else n for q, n in per_queue.items()}  # lag 1 on queue 1
+    for q, offset in committed.items():
+        puller.commit_offset(MessageQueue(TOPIC, cluster["broker"], q), offset)
+    try:
+        yield dict(cluster, sends=sends, per_queue=per_queue, committed=committed, puller=puller)
+    finally:
+        puller.close()
+
+
+@pytest.fixture(scope="module")
+def mqadmin(env):
+    """The official mqadmin's read commands, in one JVM: name -> stdout."""
+    sent = env["sends"][3]
+    commands = {
+        "clusterList": ("clusterList",), "topicList": ("topicList",), "topicRoute": ("topicRoute", "-t", TOPIC),
+        "topicStatus": ("topicStatus", "-t", TOPIC), "consumerProgress": ("consumerProgress", "-g", GROUP),
+        "consumerConnection": ("consumerConnection", "-g", GROUP),
+        "queryMsgByKey": ("queryMsgByKey", "-t", TOPIC, "-k", "ck-3"),
+        "queryMsgById": ("queryMsgById", "-i", sent["offsetMsgId"]),
+        "queryMsgByUniqueKey": ("queryMsgByUniqueKey", "-t", TOPIC, "-i", sent["msgId"]),
+        "brokerStatus": ("brokerStatus", "-b", env["broker_addr"]),
+        "getBrokerConfig": ("getBrokerConfig", "-b", env["broker_addr"]),
+        "getNamesrvConfig": ("getNamesrvConfig",),
+    }
+    env["puller"].send_heartbeat([TOPIC])
+    argv = ["java", *env["home"].jvm_args(), *FAST_START, "-cp", env["tools"], "rocketmq.compat.AdminBatch"]
+    text = "".join("\t".join((c[0], "-n", env["namesrv"], *c[1:])) + "\n" for c in commands.values())
+    out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=240, cwd=str(env["home"].root),
+                         env=env["home"].env())
+    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert results and results[-1] == {"done": True}, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
+    return {name: result["out"] for name, result in zip(commands, results)}
+
+
+# --------------------------------------------------------------------------- parsers (one for both outputs)
+
+def table_rows(text: str, first: str) -> list[list[str]]:
+    """The rows of a whitespace-aligned table whose first cell is *first*."""
+    return [line.split() for line in text.splitlines() if line.split()[:1] == [first]]
+
+
+def labelled(text: str) -> dict[str, str]:
+    """``Label:   value`` lines (printMsg's block)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^([A-Z][A-Za-z ]+):\s+(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def config_lines(text: str) -> dict[str, str]:
+    """``key   =  value`` lines of getBrokerConfig / getNamesrvConfig."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\S+)\s*=  (.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def java_map(text: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in text.strip("{}").split(", ") if "=" in item)
+
+
+# --------------------------------------------------------------------------- the facts, compared
+
+def test_cluster_list(env, mqadmin):
+    mine = ours(env["namesrv"], "clusterList")
+    expect = [[env["cluster"], env["broker"], "0", env["broker_addr"]]]
+    assert [r[:4] for r in table_rows(mqadmin["clusterList"], env["cluster"])] == expect, mqadmin["clusterList"]
+    assert [r[:4] for r in table_rows(mine, env["cluster"])] == expect, mine
+    # the version column: the broker's own brokerVersionDesc, the same to both tools
+    assert table_rows(mine, env["cluster"])[0][4] == table_rows(mqadmin["clusterList"], env["cluster"])[0][4]
+
+
+def test_topic_list(env, mqadmin):
+    theirs = {line.strip() for line in mqadmin["topicList"].splitlines()
+              if re.fullmatch(r"[%|A-Za-z0-9_-]+", line.strip())}
+    mine = set(ours_json(env["namesrv"], "topicList"))
+    assert TOPIC in mine and mine == theirs
+    assert set(ours(env["namesrv"], "topicList").split()) == theirs
+
+
+def test_topic_route(env, mqadmin):
+    out = mqadmin["topicRoute"]
+    theirs = TopicRouteData.from_json(fastjson.loads(out[out.index("{"):]))
+    mine = TopicRouteData.from_json(ours_json(env["namesrv"], "topicRoute", "-t", TOPIC))
+    assert mine.queue_datas == theirs.queue_datas
+    assert [(b.broker_name, b.broker_addrs) for b in mine.broker_datas] == [
+        (b.broker_name, b.broker_addrs) for b in theirs.broker_datas]
+    text = ours(env["namesrv"], "topicRoute", "-t", TOPIC)
+    assert TopicRouteData.from_json(json.loads(text)).queue_datas == theirs.queue_datas
+
+
+def test_topic_status(env, mqadmin):
+    expect = {q: (0, n) for q, n in env["per_queue"].items()}
+    for text in (mqadmin["topicStatus"], ours(env["namesrv"], "topicStatus", "-t", TOPIC)):
+        rows = table_rows(text, env["broker"])
+        assert {int(r[1]): (int(r[2]), int(r[3])) for r in rows} == expect, text
+    mine = ours_json(env["namesrv"], "topicStatus", "-t", TOPIC)
+    assert {r["queueId"]: (r["minOffset"], r["maxOffset"]) for r in mine} == expect
+
+
+def test_consumer_progress(env, mqadmin):
+    expect = {q: (env["per_queue"][q], c) for q, c in env["committed"].items()}
+    for text in (mqadmin["consumerProgress"], ours(env["namesrv"], "consumerProgress", "-g", GROUP)):
+        rows = table_rows(text, TOPIC)
+        assert {int(r[2]): (int(r[3]), int(r[4])) for r in rows} == expect, text
+        assert re.search(r"^Diff Total: 1$", text, re.M), text
+    assert ours_json(env["namesrv"], "consumerProgress", "-g", GROUP)["diffTotal"] == 1
+
+
+def test_consumer_connection(env, mqadmin):
+    env["puller"].send_heartbeat([TOPIC])
+    mine = ours(env["namesrv"], "consumerConnection", "-g", GROUP)
+    for text in (mqadmin["consumerConnection"], mine):
+        clients = {r[0] for r in table_rows(text, env["puller"].client.client_id)}
+        assert clients == {env["puller"].client.client_id}, text
+        assert {r[0] for r in table_rows(text, TOPIC)} == {TOPIC}, text
+        assert labelled(text)["MessageModel"] == "CLUSTERING", text
+
+
+def test_query_msg_by_key(env, mqadmin):
+    sent = env["sends"][3]
+    for text in (mqadmin["queryMsgByKey"], ours(env["namesrv"], "queryMsgByKey", "-t", TOPIC, "-k", "ck-3")):
+        rows = table_rows(text, sent["msgId"])
+        assert [(int(r[1]), int(r[2])) for r in rows] == [(sent["queueId"], sent["queueOffset"])], text
+
+
+@pytest.mark.parametrize("name", ["queryMsgById", "queryMsgByUniqueKey"])
+def test_query_msg(env, mqadmin, name):
+    sent = env["sends"][3]
+    args = ("-i", sent["offsetMsgId"]) if name == "queryMsgById" else ("-t", TOPIC, "-i", sent["msgId"])
+    theirs, mine = labelled(mqadmin[name]), labelled(ours(env["namesrv"], name, *args))
+    facts = ("Topic", "Tags", "Keys", "Queue ID", "Queue Offset", "CommitLog Offset", "Reconsume Times",
+             "Born Timestamp", "Store Timestamp", "Born Host", "Store Host", "System Flag")
+    assert {k: mine.get(k) for k in facts} == {k: theirs.get(k) for k in facts}, (mine, theirs)
+    assert theirs["Keys"] == "[ck-3]" and theirs["Queue Offset"] == str(sent["queueOffset"])
+    assert java_map(mine["Properties"]) == java_map(theirs["Properties"])
+    # 4.9.8's printMsg names the offsetMsgId "OffsetID" in queryMsgById; the body file holds the body
+    assert Path(mine["Message Body Path"]).read_bytes() == b"cli-3"
+
+
+def test_broker_status(env, mqadmin):
+    def table(text: str) -> dict[str, str]:
+        return {k.strip(): v.strip() for k, _, v in (line.partition(": ") for line in text.splitlines()) if v}
+    theirs = table(mqadmin["brokerStatus"])
+    mine = table(ours(env["namesrv"], "brokerStatus", "-b", env["broker_addr"]))
+    assert mine.keys() == theirs.keys()
+    assert mine["brokerVersionDesc"] == theirs["brokerVersionDesc"]
+    assert ours_json(env["namesrv"], "brokerStatus", "-b", env["broker_addr"])[env["broker_addr"]].keys() == \
+        theirs.keys()
+
+
+def test_broker_config(env, mqadmin):
+    theirs = config_lines(mqadmin["getBrokerConfig"])
+    mine = config_lines(ours(env["namesrv"], "getBrokerConfig", "-b", env["broker_addr"]))
+    assert theirs["maxMessageSize"] == "4194305"  # our updateBrokerConfig, as mqadmin reads it back
+    assert mine == theirs
+    assert ours_json(env["namesrv"], "getBrokerConfig", "-b", env["broker_addr"])[env["broker_addr"]] == theirs
+
+
+def test_namesrv_config(env, mqadmin):
+    theirs = config_lines(mqadmin["getNamesrvConfig"])
+    assert theirs
+    assert config_lines(ours(env["namesrv"], "getNamesrvConfig")) == theirs
+    assert ours_json(env["namesrv"], "getNamesrvConfig")[env["namesrv"]] == theirs
+
+
+def test_consume_and_reset(env):
+    """consumeMessage reads what was sent; resetOffsetByTime to 0 answers every queue's offset 0."""
+    got = ours_json(env["namesrv"], "consumeMessage", "-t", TOPIC, "-c", "100")
+    assert sorted(m["body"] for m in got) == sorted(f"cli-{i}" for i in range(COUNT))
+    reset = ours_json(env["namesrv"], "resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "0")
+    # the group is online: the broker hands the new offsets to its clients (4.x does not commit them itself)
+    assert {r["queueId"]: r["offset"] for r in reset} == {q: 0 for q in range(4)}
+
+
+def test_kv_config(env):
+    ns = env["namesrv"]
+    ours(ns, "updateKvConfig", "-s", "ADMIN_CLI", "-k", "k", "-v", "v")
+    ours(ns, "deleteKvConfig", "-s", "ADMIN_CLI", "-k", "k")
+
+
+def test_failure_is_one_line_and_status_1(env):
+    child_env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(HERE.parent), os.environ.get("PYTHONPATH")) if p)}
+    out = subprocess.run([sys.executable, "-m", "rocketmq_tx.admin.cli", "topicRoute", "-n", env["namesrv"], "-t",
+                          "NoSuchTopicOfAdminCli"], capture_output=True, text=True, timeout=60, env=child_env)
+    assert out.returncode == 1 and out.stdout == ""
+    assert len(out.stderr.splitlines()) == 1 and "17" in out.stderr, out.stderr
+    usage = subprocess.run([sys.executable, "-m", "rocketmq_tx.admin.cli", "topicRoute", "-n", env["namesrv"]],
+                           capture_output=True, text=True, timeout=60, env=child_env)
+    assert usage.returncode == 2 and "-t" in usage.stderr
+
+
+def test_delete_sub_group_and_topic(env):
+    ns = env["namesrv"]
+    ours(ns, "deleteSubGroup", "-c", env["cluster"], "-g", GROUP)
+    ours(ns, "deleteTopic", "-c", env["cluster"], "-t", TOPIC)
+    assert TOPIC not in ours_json(ns, "topicList")
