@@ -1,0 +1,306 @@
+"""
+rocketmq-tx-admin: argument parsing, output layout, credentials, and every command against
+the scripted fake cluster (two brokers, real TCP), with the requests it sent checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import time
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from rocketmq_tx.admin import cli
+from rocketmq_tx.admin.commands import parse_timestamp
+from rocketmq_tx.admin.output import Output, java_bool, java_map_text
+from rocketmq_tx.admin.registry import COMMANDS
+from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.message import Message, MessageQueue
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.adminapi import ORDER_TOPIC_CONFIG
+from rocketmq_tx.testing.fakebroker import ThreadedFakeServer
+
+#: mqadmin 4.9.8's commands this CLI has, by their Java names
+BUILT = {"clusterList", "brokerStatus", "getBrokerConfig", "updateBrokerConfig", "topicList", "topicRoute",
+         "topicStatus", "updateTopic", "deleteTopic", "updateSubGroup", "deleteSubGroup", "consumerProgress",
+         "consumerConnection", "producerConnection", "queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey",
+         "sendMessage", "consumeMessage", "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
+         "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm"}
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(list(argv))
+        except SystemExit as e:  # argparse's usage errors
+            status = int(e.code or 0)
+    return status, out.getvalue(), err.getvalue()
+
+
+class ParsingTests(SynchronousTestCase):
+    def test_the_commands_and_their_flags(self) -> None:
+        self.assertEqual(set(COMMANDS), BUILT)
+        parser = cli.build_parser()
+        args = parser.parse_args(["updateTopic", "-n", "a:1;b:2", "-c", "C", "-t", " T ", "-r", "3", "-o", "TRUE"])
+        self.assertEqual((args.namesrvAddr, args.clusterName, args.topic, args.readQueueNums, args.writeQueueNums,
+                          args.perm, args.order), ("a:1;b:2", "C", "T", 3, 8, 6, True))
+
+    def test_usage_errors_exit_2(self) -> None:
+        for argv in (["topicRoute", "-n", "x:1"], ["topicStatus", "-n", "x:1", "-t"], ["noSuchCommand"],
+                     ["updateTopic", "-n", "x:1", "-t", "T", "-r", "eight"],
+                     ["resetOffsetByTime", "-n", "x:1", "-g", "G", "-t", "T", "-s", "yesterday"]):
+            status, out, err = run(*argv)
+            self.assertEqual((status, out), (2, ""), argv)
+            self.assertIn("usage:", err)
+
+    def test_name_server_from_the_environment(self) -> None:
+        old = os.environ.pop("NAMESRV_ADDR", None)
+        self.addCleanup(lambda: os.environ.__setitem__("NAMESRV_ADDR", old) if old is not None else None)
+        status, _, err = run("topicList")
+        self.assertEqual(status, 2)
+        self.assertIn("NAMESRV_ADDR", err)
+
+    def test_java_boolean_and_time(self) -> None:
+        self.assertEqual([java_bool(t) for t in ("true", " True ", "yes", "1", "false")],
+                         [True, True, False, False, False])
+        self.assertEqual(parse_timestamp("1700000000123"), 1700000000123)
+        self.assertEqual(parse_timestamp("2024-01-02#03:04:05:678") % 1000, 678)
+        self.assertLess(abs(parse_timestamp("now") / 1000 - time.time()), 5)
+
+    def test_layout_is_javas_printf(self) -> None:
+        out = Output()
+        out.printf("%-32s  %-4d  %-20d  %-20d    %s", "broker-a", 3, 0, 12, "")
+        self.assertEqual(out.lines, ["broker-a" + " " * 24 + "  3     0" + " " * 19 + "  12" + " " * 18 + "    "])
+        self.assertEqual(java_map_text({"a": "1", "b": "2"}), "{a=1, b=2}")
+        self.assertEqual(Output({"x": [1]}, ["t"]).render(True), '{"x":[1]}\n')
+
+    def test_tools_yml_credentials(self) -> None:
+        home = tempfile.mkdtemp()
+        self.assertIsNone(cli.tools_credentials(home))
+        os.makedirs(os.path.join(home, "conf"))
+        with open(os.path.join(home, "conf", "tools.yml"), "w") as f:
+            f.write("accessKey: RocketMQ\nsecretKey: 12345678\n")
+        credentials = cli.tools_credentials(home)
+        assert credentials is not None
+        self.assertEqual((credentials.access_key, credentials.secret_key), ("RocketMQ", "12345678"))
+        with open(os.path.join(home, "conf", "tools.yml"), "w") as f:
+            f.write("accessKey: RocketMQ\nsecretKey: ''\n")
+        self.assertIsNone(cli.tools_credentials(home))
+        status, _, err = run("topicList", "-n", "x:1", "--access-key", "a")
+        self.assertEqual(status, 2)
+
+
+class CommandTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.server = ThreadedFakeServer(("broker-a", "broker-b"))
+        self.addCleanup(self.server.close)
+        self.cluster = self.server.cluster
+        self.cluster.add_topic("T", 2)
+        self.ns = self.server.namesrv_addr
+        self.addr_a, self.addr_b = self.cluster.brokers["broker-a"], self.cluster.brokers["broker-b"]
+
+    def ok(self, *argv: str) -> str:
+        status, out, err = run(*argv, "-n", self.ns)
+        self.assertEqual((status, err), (0, ""), argv)
+        return out
+
+    def json(self, *argv: str):  # type: ignore[no-untyped-def]
+        return json.loads(self.ok(*argv, "--json"))
+
+    def reply(self, code: int, body: bytes = b"", times: int = 1, **ext: str) -> None:
+        def answer(addr: str, request: RemotingCommand) -> RemotingCommand:
+            response = request.make_response(ResponseCode.SUCCESS, None, body=body)
+            response.ext_fields.update(ext)
+            return response
+        self.cluster.script(code, *[answer] * times)
+
+    def test_cluster_list(self) -> None:
+        self.reply(RequestCode.GET_BROKER_RUNTIME_INFO,
+                   fastjson.dumps({"table": {"brokerVersionDesc": "V4_9_7", "putTps": "12.5 1 1"}}), 4)
+        rows = self.json("clusterList")
+        self.assertEqual([(r["cluster"], r["brokerName"], r["brokerId"], r["addr"], r["version"], r["inTps"])
+                          for r in rows],
+                         [("DefaultCluster", "broker-a", 0, self.addr_a, "V4_9_7", 12.5),
+                          ("DefaultCluster", "broker-b", 0, self.addr_b, "V4_9_7", 12.5)])
+        text = self.ok("clusterList").splitlines()
+        self.assertTrue(text[0].startswith("#Cluster Name" + " " * 5 + "#Broker Name" + " " * 12 + "#BID  #Addr"), text)
+        self.assertEqual(text[1].split()[:4], ["DefaultCluster", "broker-a", "0", self.addr_a])
+
+    def test_topics(self) -> None:
+        self.assertEqual(self.json("topicList"), ["T"])
+        self.assertEqual(self.ok("topicList"), "T\n")
+        route = self.json("topicRoute", "-t", "T")
+        self.assertEqual([b["brokerName"] for b in route["brokerDatas"]], ["broker-a", "broker-b"])
+        self.assertEqual(json.loads(self.ok("topicRoute", "-t", "T")), route)
+        listed = self.ok("topicRoute", "-t", "T", "-l").splitlines()
+        self.assertEqual(listed[1].split()[:2], ["DefaultCluster", "broker-a"])
+        with Producer(self.ns) as producer:
+            producer.send(Message("T", b"x"), queue=MessageQueue("T", "broker-b", 1))
+        stats = self.json("topicStatus", "-t", "T")
+        self.assertEqual([(r["brokerName"], r["queueId"], r["minOffset"], r["maxOffset"]) for r in stats],
+                         [("broker-a", 0, 0, 0), ("broker-a", 1, 0, 0), ("broker-b", 0, 0, 0), ("broker-b", 1, 0, 1)])
+        self.assertEqual(self.ok("topicStatus", "-t", "T").splitlines()[4].split()[:4], ["broker-b", "1", "0", "1"])
+
+    def test_update_topic_by_broker_with_order(self) -> None:
+        out = self.ok("updateTopic", "-b", self.addr_b, "-t", "New", "-w", "3", "-r", "3", "-o", "true", "-u", "true")
+        self.assertIn(f"create topic to {self.addr_b} success.", out)
+        ((addr, request),) = self.cluster.requests(RequestCode.UPDATE_AND_CREATE_TOPIC)
+        self.assertEqual((addr, request.ext_fields["writeQueueNums"], request.ext_fields["order"],
+                          request.ext_fields["topicSysFlag"]), (self.addr_b, "3", "true", "1"))
+        self.assertEqual(self.cluster.kv[(ORDER_TOPIC_CONFIG, "New")], "broker-b:3")
+
+    def test_update_topic_needs_one_target(self) -> None:
+        status, out, err = run("updateTopic", "-n", self.ns, "-t", "New")
+        self.assertEqual((status, out), (1, ""))
+        self.assertEqual(len(err.splitlines()), 1)
+        self.assertEqual(run("updateTopic", "-n", self.ns, "-t", "New", "-b", self.addr_a, "-c", "C")[0], 1)
+
+    def test_update_topic_in_cluster_and_delete(self) -> None:
+        self.assertEqual(self.json("updateTopic", "-c", "DefaultCluster", "-t", "New")["brokers"],
+                         [self.addr_a, self.addr_b])
+        self.ok("deleteTopic", "-c", "DefaultCluster", "-t", "New")
+        self.assertEqual(sorted(a for a, _ in self.cluster.requests(RequestCode.DELETE_TOPIC_IN_BROKER)),
+                         sorted([self.addr_a, self.addr_b]))
+        self.assertEqual(len(self.cluster.requests(RequestCode.DELETE_TOPIC_IN_NAMESRV)), 1)
+
+    def test_failure_is_one_line(self) -> None:
+        status, out, err = run("topicRoute", "-n", self.ns, "-t", "Nope")
+        self.assertEqual((status, out), (1, ""))
+        self.assertEqual(len(err.splitlines()), 1)
+        self.assertIn("topicRoute failed", err)
+        self.assertIn(str(ResponseCode.TOPIC_NOT_EXIST), err)
+
+    def test_broker_config(self) -> None:
+        self.reply(RequestCode.GET_BROKER_CONFIG, b"brokerName=broker-a\nlistenPort=10911\n", version="{}")
+        self.assertEqual(self.json("getBrokerConfig", "-b", self.addr_a),
+                         {self.addr_a: {"brokerName": "broker-a", "listenPort": "10911"}})
+        self.reply(RequestCode.GET_BROKER_CONFIG, b"a=1\n", version="{}")
+        lines = self.ok("getBrokerConfig", "-b", self.addr_a).splitlines()
+        self.assertEqual(lines[:2], [f"============{self.addr_a}============", "a" + " " * 49 + "=  1"])
+        self.reply(RequestCode.UPDATE_BROKER_CONFIG, times=2)
+        self.ok("updateBrokerConfig", "-c", "DefaultCluster", "-k", "maxMessageSize", "-v", "1024")
+        sent = self.cluster.requests(RequestCode.UPDATE_BROKER_CONFIG)
+        self.assertEqual(sorted(a for a, _ in sent), sorted([self.addr_a, self.addr_b]))
+        self.assertEqual(sent[0][1].body, b"maxMessageSize=1024\n")
+        status, _, err = run("updateBrokerConfig", "-n", self.ns, "-b", self.addr_a, "-k", "a", "-v", "x\ny")
+        self.assertEqual(status, 1)
+
+    def test_broker_status(self) -> None:
+        self.reply(RequestCode.GET_BROKER_RUNTIME_INFO, fastjson.dumps({"table": {"runtime": "[ 0 days ]",
+                                                                                 "putTps": "1.0"}}))
+        self.assertEqual(self.ok("brokerStatus", "-b", self.addr_a).splitlines(),
+                         ["putTps" + " " * 26 + ": 1.0", "runtime" + " " * 25 + ": [ 0 days ]"])
+        self.reply(RequestCode.GET_BROKER_RUNTIME_INFO, fastjson.dumps({"table": {"putTps": "2.0"}}), 2)
+        self.assertEqual(self.json("brokerStatus", "-c", "DefaultCluster"),
+                         {self.addr_a: {"putTps": "2.0"}, self.addr_b: {"putTps": "2.0"}})
+
+    def test_name_server_config_and_kv(self) -> None:
+        self.reply(RequestCode.GET_NAMESRV_CONFIG, b"listenPort=9876\n")
+        self.assertEqual(self.json("getNamesrvConfig"), {self.ns: {"listenPort": "9876"}})
+        self.reply(RequestCode.UPDATE_NAMESRV_CONFIG)
+        self.ok("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
+        ((_, request),) = self.cluster.requests(RequestCode.UPDATE_NAMESRV_CONFIG)
+        self.assertEqual(request.body, b"orderMessageEnable=true\n")
+        self.ok("updateKvConfig", "-s", "NS", "-k", "k", "-v", "v")
+        self.assertEqual(self.cluster.kv[("NS", "k")], "v")
+        self.ok("deleteKvConfig", "-s", "NS", "-k", "k")
+        self.assertNotIn(("NS", "k"), self.cluster.kv)
+
+    def test_write_perm(self) -> None:
+        self.reply(RequestCode.WIPE_WRITE_PERM_OF_BROKER, wipeTopicCount="4")
+        self.assertEqual(self.ok("wipeWritePerm", "-b", "broker-a"),
+                         f"wipe write perm of broker[broker-a] in name server[{self.ns}] OK, 4\n")
+        ((_, request),) = self.cluster.requests(RequestCode.WIPE_WRITE_PERM_OF_BROKER)
+        self.assertEqual(request.ext_fields["brokerName"], "broker-a")
+        self.reply(RequestCode.ADD_WRITE_PERM_OF_BROKER, addTopicCount="4")
+        self.assertEqual(self.json("addWritePerm", "-b", "broker-a"), {self.ns: 4})
+        # every name server failing is a failure of the command
+        self.cluster.script(RequestCode.ADD_WRITE_PERM_OF_BROKER, ResponseCode.SYSTEM_ERROR)
+        self.assertEqual(run("addWritePerm", "-n", self.ns, "-b", "broker-a")[0], 1)
+
+    def test_subscription_groups(self) -> None:
+        self.reply(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+        self.ok("updateSubGroup", "-b", self.addr_a, "-g", "G", "-r", "3", "-s", "false")
+        ((addr, request),) = self.cluster.requests(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+        body = json.loads(request.body)
+        self.assertEqual((addr, body["groupName"], body["retryMaxTimes"], body["consumeEnable"],
+                          body["consumeBroadcastEnable"], body["consumeFromMinEnable"], body["retryQueueNums"]),
+                         (self.addr_a, "G", 3, False, False, False, 1))
+        self.reply(RequestCode.DELETE_SUBSCRIPTIONGROUP, times=2)
+        self.ok("deleteSubGroup", "-c", "DefaultCluster", "-g", "G", "-r", "true")
+        sent = self.cluster.requests(RequestCode.DELETE_SUBSCRIPTIONGROUP)
+        self.assertEqual(sorted(a for a, _ in sent), sorted([self.addr_a, self.addr_b]))
+        self.assertEqual({k: sent[0][1].ext_fields[k] for k in ("groupName", "removeOffset", "cleanOffset")},
+                         {"groupName": "G", "removeOffset": "true", "cleanOffset": "true"})
+        self.assertEqual(run("deleteSubGroup", "-n", self.ns, "-g", "G")[0], 1)
+
+    def test_producer_connection(self) -> None:
+        body = fastjson.dumps({"connectionSet": [{"clientId": "c1", "clientAddr": "1.2.3.4:5", "language": "JAVA",
+                                                  "version": 395}]})
+        self.reply(RequestCode.GET_PRODUCER_CONNECTION_LIST, body, 2)
+        # every broker of the topic is asked, and the answers listed one after another (as Java's set keeps them)
+        lines = self.ok("producerConnection", "-g", "PG", "-t", "T").splitlines()
+        self.assertEqual([line.split() for line in lines], [["0001", "c1", "1.2.3.4:5", "JAVA", "395"],
+                                                            ["0002", "c1", "1.2.3.4:5", "JAVA", "395"]])
+
+    def test_messages(self) -> None:
+        with Producer(self.ns) as producer:
+            msg = Message("T", b"hello")
+            msg.keys, msg.tags = ["k1"], "TagA"
+            sent = producer.send(msg, queue=MessageQueue("T", "broker-a", 1))
+        by_key = self.json("queryMsgByKey", "-t", "T", "-k", "k1")
+        self.assertEqual(by_key, [{"msgId": sent.msg_id, "queueId": 1, "queueOffset": 0}])
+        for argv in (("queryMsgById", "-i", sent.offset_msg_id), ("queryMsgByUniqueKey", "-t", "T", "-i", sent.msg_id)):
+            text = self.ok(*argv)
+            facts = dict(line.split(":", 1) for line in text.splitlines())
+            self.assertEqual((facts["Topic"].strip(), facts["Tags"].strip(), facts["Keys"].strip(),
+                              facts["Queue ID"].strip()), ("T", "[TagA]", "[k1]", "1"))
+            with open(facts["Message Body Path"].strip(), "rb") as f:
+                self.assertEqual(f.read(), b"hello")
+        self.assertEqual(self.json("queryMsgById", "-i", sent.offset_msg_id)[0]["body"], "hello")
+
+    def test_send_and_consume(self) -> None:
+        result = self.json("sendMessage", "-t", "T", "-p", "hi", "-k", "k", "-c", "TagB", "-b", "broker-b", "-i", "1")
+        self.assertEqual((result["brokerName"], result["queueId"], result["sendStatus"]), ("broker-b", 1, "SEND_OK"))
+        self.assertEqual(run("sendMessage", "-n", self.ns, "-t", "T", "-p", "x", "-i", "1")[0], 1)
+        for i in range(3):
+            self.ok("sendMessage", "-t", "T", "-p", f"m{i}")
+        got = self.json("consumeMessage", "-t", "T")
+        self.assertEqual(sorted(m["body"] for m in got), ["hi", "m0", "m1", "m2"])
+        self.assertEqual(len(self.json("consumeMessage", "-t", "T", "-c", "2")), 2)
+        only = self.json("consumeMessage", "-t", "T", "-b", "broker-b", "-i", "1")
+        self.assertEqual(only[0]["body"], "hi")
+        self.assertEqual(run("consumeMessage", "-n", self.ns, "-t", "T", "-c", "0")[0], 1)
+
+    def test_consumer_progress_and_reset(self) -> None:
+        with Producer(self.ns) as producer:
+            for q in (0, 1):
+                producer.send(Message("T", b"x"), queue=MessageQueue("T", "broker-a", q))
+        self.cluster.add_topic("%RETRY%CG", 1)
+        with Puller(self.ns) as puller:
+            puller.commit_offset(MessageQueue("T", "broker-a", 0), 1)
+            progress = self.json("consumerProgress", "-g", "CG")
+            self.assertEqual(progress["diffTotal"], 0)
+            text = self.ok("consumerProgress", "-g", "CG")
+            self.assertIn("Diff Total: 0", text)
+            self.assertEqual(text.splitlines()[1].split()[:5], ["T", "broker-a", "0", "1", "1"])
+            reset = self.json("resetOffsetByTime", "-g", "CG", "-t", "T", "-s", "0")
+            self.assertTrue(reset)
+            self.assertEqual({r["offset"] for r in reset}, {0})
+
+
+def Producer(ns: str):  # type: ignore[no-untyped-def]
+    from rocketmq_tx.blocking import BlockingProducer
+
+    return BlockingProducer("PG", ns)
+
+
+def Puller(ns: str):  # type: ignore[no-untyped-def]
+    from rocketmq_tx.blocking import BlockingPullClient
+
+    return BlockingPullClient("CG", ns)
