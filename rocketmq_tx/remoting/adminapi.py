@@ -677,7 +677,7 @@ def properties_text(properties: dict[str, str]) -> bytes:
     return "".join(f"{k}={v}\n" for k, v in properties.items()).encode("utf-8")
 
 
-def parse_properties_response(response: RemotingCommand, what: str) -> dict[str, str]:
+def parse_properties_response(response: RemotingCommand, what: str = "properties") -> dict[str, str]:
     """GET_BROKER_CONFIG / GET_NAMESRV_CONFIG's body: properties text (Java's ``string2Properties``)."""
     check_response(response)
     try:
