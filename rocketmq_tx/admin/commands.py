@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.admin.test.test_commands -*-
+# -*- test-case-name: rocketmq_tx.admin.test.test_cli -*-
 """
 The commands of ``rocketmq-tx-admin``: mqadmin's names, flags and printed layout (Java
 4.9.8's ``tools`` module), over :class:`~rocketmq_tx.blocking.admin.BlockingAdmin`.

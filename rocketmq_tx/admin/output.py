@@ -1,4 +1,4 @@
-# -*- test-case-name: rocketmq_tx.admin.test.test_output -*-
+# -*- test-case-name: rocketmq_tx.admin.test.test_cli -*-
 """
 What a command prints: the facts as plain data (``--json``) and mqadmin's text.
 
