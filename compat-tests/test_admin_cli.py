@@ -6,7 +6,7 @@ the Java 4.9.7 name server + broker and on our ``rocketmq-standalone``:
   updateKvConfig, wipeWritePerm / addWritePerm) and the official mqadmin sees its effects;
 * the read commands of both (clusterList, topicList, topicRoute, topicStatus,
   consumerProgress, consumerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
-  brokerStatus, getBrokerConfig, getNamesrvConfig) give the same facts: each output is
+  queryMsgByOffset, printMsg, brokerStatus, getBrokerConfig, getNamesrvConfig) give the same facts: each output is
   parsed, mqadmin's and ours by the same parser where the layout is a table, and the facts
   compared (never the strings: times and figures move);
 * a failing command exits 1 with one line on stderr.
@@ -115,6 +115,9 @@ def mqadmin(env):
         "brokerStatus": ("brokerStatus", "-b", env["broker_addr"]),
         "getBrokerConfig": ("getBrokerConfig", "-b", env["broker_addr"]),
         "getNamesrvConfig": ("getNamesrvConfig",),
+        "queryMsgByOffset": ("queryMsgByOffset", "-t", TOPIC, "-b", env["broker"], "-i", str(sent["queueId"]), "-o",
+                             str(sent["queueOffset"])),
+        "printMsg": ("printMsg", "-t", TOPIC, "-s", "TagC"),
     }
     env["puller"].send_heartbeat([TOPIC])
     argv = ["java", *env["home"].jvm_args(), *FAST_START, "-cp", env["tools"], "rocketmq.compat.AdminBatch"]
@@ -222,10 +225,12 @@ def test_query_msg_by_key(env, mqadmin):
         assert [(int(r[1]), int(r[2])) for r in rows] == [(sent["queueId"], sent["queueOffset"])], text
 
 
-@pytest.mark.parametrize("name", ["queryMsgById", "queryMsgByUniqueKey"])
+@pytest.mark.parametrize("name", ["queryMsgById", "queryMsgByUniqueKey", "queryMsgByOffset"])
 def test_query_msg(env, mqadmin, name):
     sent = env["sends"][3]
-    args = ("-i", sent["offsetMsgId"]) if name == "queryMsgById" else ("-t", TOPIC, "-i", sent["msgId"])
+    args = {"queryMsgById": ("-i", sent["offsetMsgId"]), "queryMsgByUniqueKey": ("-t", TOPIC, "-i", sent["msgId"]),
+            "queryMsgByOffset": ("-t", TOPIC, "-b", env["broker"], "-i", str(sent["queueId"]), "-o",
+                                 str(sent["queueOffset"]))}[name]
     theirs, mine = labelled(mqadmin[name]), labelled(ours(env["namesrv"], name, *args))
     facts = ("Topic", "Tags", "Keys", "Queue ID", "Queue Offset", "CommitLog Offset", "Reconsume Times",
              "Born Timestamp", "Store Timestamp", "Born Host", "Store Host", "System Flag")
@@ -234,6 +239,19 @@ def test_query_msg(env, mqadmin, name):
     assert java_map(mine["Properties"]) == java_map(theirs["Properties"])
     # 4.9.8's printMsg names the offsetMsgId "OffsetID" in queryMsgById; the body file holds the body
     assert Path(mine["Message Body Path"]).read_bytes() == b"cli-3"
+
+
+def test_print_msg(env, mqadmin):
+    def messages(text: str) -> set[tuple[str, str]]:
+        return {(m.group(1), m.group(2)) for m in re.finditer(r"^MSGID: (\S+) .* BODY: (.*)$", text, re.M)}
+    def ranges(text: str) -> list[tuple[str, str]]:
+        return re.findall(r"^minOffset=(\d+), maxOffset=(\d+), ", text, re.M)
+    expect = {(s["msgId"], f"cli-{i}") for i, s in enumerate(env["sends"])}
+    mine = ours(env["namesrv"], "printMsg", "-t", TOPIC, "-s", "TagC")
+    assert messages(mqadmin["printMsg"]) == expect, mqadmin["printMsg"]
+    assert messages(mine) == expect, mine
+    # Java walks a HashSet of queues; compare the ranges as a multiset
+    assert sorted(ranges(mine)) == sorted(ranges(mqadmin["printMsg"]))
 
 
 def test_broker_status(env, mqadmin):

@@ -484,6 +484,66 @@ def query_msg_by_key(session: Session, args: argparse.Namespace) -> Output:
     return out
 
 
+@command("queryMsgByOffset", "Query Message by offset",
+         opt("-t", "--topic", type=_text, required=True, help="topic name"),
+         opt("-b", "--brokerName", type=_text, required=True, help="Broker Name"),
+         opt("-i", "--queueId", type=_int, required=True, help="Queue Id"),
+         opt("-o", "--offset", type=_int, required=True, help="Queue Offset"))
+def query_msg_by_offset(session: Session, args: argparse.Namespace) -> Output:
+    mq = MessageQueue(args.topic, args.brokerName, args.queueId)
+    result = session.pull_client(TOOLS_CONSUMER_GROUP).pull(mq, args.offset, 1)
+    out = Output(data=None)
+    # Java prints nothing when the offset holds no message
+    if result.pull_status is PullStatus.FOUND and result.msg_found_list:
+        out.data = message_facts(result.msg_found_list[0])
+        print_message(out, result.msg_found_list[0])
+    return out
+
+
+@command("printMsg", "Print Message Detail",
+         opt("-t", "--topic", type=_text, required=True, help="topic name"),
+         opt("-c", "--charsetName", type=_text, default="UTF-8", help="CharsetName(eg: UTF-8,GBK)"),
+         opt("-s", "--subExpression", type=_text, default="*", help="Subscribe Expression(eg: TagA || TagB)"),
+         opt("-b", "--beginTimestamp", type=parse_timestamp,
+             help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"),
+         opt("-e", "--endTimestamp", type=parse_timestamp,
+             help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"),
+         opt("-d", "--printBody", type=java_bool, default=True, help="print body"))
+def print_msg(session: Session, args: argparse.Namespace) -> Output:
+    try:
+        "".encode(args.charsetName)
+    except LookupError:
+        raise CommandError(f"unknown charset {args.charsetName}") from None
+    client = session.pull_client(TOOLS_CONSUMER_GROUP)
+    out = Output(data=[])
+    for mq in sorted(client.fetch_queues(args.topic), key=lambda q: (q.broker_name, q.queue_id)):
+        low = client.min_offset(mq) if args.beginTimestamp is None else client.search_offset(mq, args.beginTimestamp)
+        high = client.max_offset(mq) if args.endTimestamp is None else client.search_offset(mq, args.endTimestamp)
+        out.printf("minOffset=%s, maxOffset=%s, %s", low, high, _queue_text(mq))
+        offset = low
+        while offset < high:
+            if len(out.data) >= MAX_CONSUME_COUNT:
+                raise CommandError(f"more than {MAX_CONSUME_COUNT} messages: narrow the range with -b/-e")
+            result = client.pull(mq, offset, 32, args.subExpression)
+            stuck = result.next_begin_offset <= offset  # a broker that does not move on ends the queue
+            offset = result.next_begin_offset
+            if result.pull_status is PullStatus.FOUND:
+                for msg in result.msg_found_list:
+                    facts = message_facts(msg)
+                    body = msg.body.decode(args.charsetName, "replace") if args.printBody else "NOT PRINT BODY"
+                    facts["body"] = body
+                    out.data.append(facts)
+                    out.printf("MSGID: %s %s BODY: %s", facts["msgId"], _queue_text(mq), body)
+            elif result.pull_status is PullStatus.NO_MATCHED_MSG:
+                out.printf("%s no matched msg. status=%s, offset=%s", _queue_text(mq), result.pull_status.name, offset)
+            if stuck or result.pull_status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
+                out.printf("%s print msg finished. status=%s, offset=%s", _queue_text(mq), result.pull_status.name,
+                           offset)
+                break
+        out.printf("--------------------------------------------------------")
+    return out
+
+
 @command("sendMessage", "Send a message",
          opt("-t", "--topic", type=_text, required=True, help="Topic name"),
          opt("-p", "--body", type=_text, required=True, help="UTF-8 string format of the message body"),

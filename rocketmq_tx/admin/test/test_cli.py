@@ -28,7 +28,7 @@ from rocketmq_tx.testing.fakebroker import ThreadedFakeServer
 BUILT = {"clusterList", "brokerStatus", "getBrokerConfig", "updateBrokerConfig", "topicList", "topicRoute",
          "topicStatus", "updateTopic", "deleteTopic", "updateSubGroup", "deleteSubGroup", "consumerProgress",
          "consumerConnection", "producerConnection", "queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey",
-         "sendMessage", "consumeMessage", "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
+         "sendMessage", "consumeMessage", "queryMsgByOffset", "printMsg", "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
          "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm"}
 
 
@@ -93,6 +93,24 @@ class ParsingTests(SynchronousTestCase):
         self.assertIsNone(cli.tools_credentials(home))
         status, _, err = run("topicList", "-n", "x:1", "--access-key", "a")
         self.assertEqual(status, 2)
+
+    def test_tls_options(self) -> None:
+        parser = cli.build_parser()
+        self.assertIsNone(cli._session(parser.parse_args(["topicList", "-n", "x:1"]), parser).tls)
+        config = os.path.join(tempfile.mkdtemp(), "tls.properties")
+        with open(config, "w") as f:
+            f.write("tls.client.authServer=true\ntls.client.trustCertPath=/ca.pem\n")
+        session = cli._session(parser.parse_args(["topicList", "-n", "x:1", "--tls-config", config]), parser)
+        assert session.tls is not None
+        self.assertEqual((session.tls["tls.enable"], session.tls["tls.client.authServer"],
+                          session.tls["tls.client.trustCertPath"]), (True, True, "/ca.pem"))
+        self.assertIsNotNone(cli._session(parser.parse_args(["topicList", "-n", "x:1", "--tls"]), parser).tls)
+        with open(config, "w") as f:
+            f.write("tls.client.authServer=maybe\n")
+        status, _, err = run("topicList", "-n", "x:1", "--tls-config", config)
+        self.assertEqual(status, 1)
+        self.assertEqual(len(err.splitlines()), 1)
+        self.assertIn("authServer", err)
 
 
 class CommandTests(SynchronousTestCase):
@@ -276,6 +294,38 @@ class CommandTests(SynchronousTestCase):
         only = self.json("consumeMessage", "-t", "T", "-b", "broker-b", "-i", "1")
         self.assertEqual(only[0]["body"], "hi")
         self.assertEqual(run("consumeMessage", "-n", self.ns, "-t", "T", "-c", "0")[0], 1)
+
+    def test_query_by_offset_and_print(self) -> None:
+        for i in range(3):
+            self.ok("sendMessage", "-t", "T", "-p", f"p{i}", "-c", "TagA" if i else "TagB", "-b", "broker-a", "-i", "0")
+        facts = self.json("queryMsgByOffset", "-t", "T", "-b", "broker-a", "-i", "0", "-o", "1")
+        self.assertEqual((facts["body"], facts["queueOffset"], facts["tags"]), ("p1", 1, "TagA"))
+        self.assertEqual(self.ok("queryMsgByOffset", "-t", "T", "-b", "broker-a", "-i", "0", "-o", "9"), "")
+        printed = self.json("printMsg", "-t", "T", "-s", "TagA")
+        self.assertEqual([m["body"] for m in printed], ["p1", "p2"])
+        text = self.ok("printMsg", "-t", "T", "-d", "false").splitlines()
+        self.assertEqual(text[0], "minOffset=0, maxOffset=3, MessageQueue [topic=T, brokerName=broker-a, queueId=0]")
+        self.assertEqual([line.rsplit("BODY: ", 1)[1] for line in text if line.startswith("MSGID: ")],
+                         ["NOT PRINT BODY"] * 3)
+        self.assertEqual(text.count("-" * 56), 4)
+        self.assertEqual(run("printMsg", "-n", self.ns, "-t", "T", "-c", "NoSuchCharset")[0], 1)
+
+    def test_acl_keys_sign_every_request(self) -> None:
+        self.ok("topicList", "--access-key", "RocketMQ", "--secret-key", "12345678")
+        ((_, request),) = self.cluster.requests(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        self.assertEqual(request.ext_fields["AccessKey"], "RocketMQ")
+        self.assertTrue(request.ext_fields["Signature"])
+        home = tempfile.mkdtemp()
+        os.makedirs(os.path.join(home, "conf"))
+        with open(os.path.join(home, "conf", "tools.yml"), "w") as f:
+            f.write("accessKey: FromToolsYml\nsecretKey: 12345678\n")
+        old = os.environ.get("ROCKETMQ_HOME")
+        os.environ["ROCKETMQ_HOME"] = home
+        self.addCleanup(lambda: os.environ.__setitem__("ROCKETMQ_HOME", old) if old is not None
+                        else os.environ.pop("ROCKETMQ_HOME", None))
+        self.ok("topicList")
+        self.assertEqual(self.cluster.requests(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)[1][1]
+                         .ext_fields["AccessKey"], "FromToolsYml")
 
     def test_consumer_progress_and_reset(self) -> None:
         with Producer(self.ns) as producer:
