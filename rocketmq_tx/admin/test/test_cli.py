@@ -28,7 +28,8 @@ from rocketmq_tx.testing.fakebroker import ThreadedFakeServer
 BUILT = {"clusterList", "brokerStatus", "getBrokerConfig", "updateBrokerConfig", "topicList", "topicRoute",
          "topicStatus", "updateTopic", "deleteTopic", "updateSubGroup", "deleteSubGroup", "consumerProgress",
          "consumerConnection", "producerConnection", "queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey",
-         "sendMessage", "consumeMessage", "queryMsgByOffset", "printMsg", "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
+         "sendMessage", "consumeMessage", "queryMsgByOffset", "printMsg",
+         "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
          "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm"}
 
 
