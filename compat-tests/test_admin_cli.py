@@ -312,3 +312,63 @@ def test_delete_sub_group_and_topic(env):
     ours(ns, "deleteSubGroup", "-c", env["cluster"], "-g", GROUP)
     ours(ns, "deleteTopic", "-c", env["cluster"], "-t", TOPIC)
     assert TOPIC not in ours_json(ns, "topicList")
+
+
+# --------------------------------------------------------------------------- ACL 1.0 accounts
+
+ACL_ADMIN = ("cliAdmin01", "cliAdminSecret1")
+ACL_USER = ("cliUser001", "cliUserSecret1")
+ACL_YML = f"""\
+accounts:
+- accessKey: {ACL_ADMIN[0]}
+  secretKey: {ACL_ADMIN[1]}
+  admin: true
+- accessKey: {ACL_USER[0]}
+  secretKey: {ACL_USER[1]}
+  admin: false
+"""
+
+
+@pytest.fixture(scope="module")
+def acl_broker(tmp_path_factory, java_classpath_4):
+    """Our standalone with ACL 1.0 on, and a JavaHome whose tools.yml holds the admin account (for mqadmin)."""
+    tmp = tmp_path_factory.mktemp("admincli-acl")
+    (tmp / "home" / "conf").mkdir(parents=True)
+    (tmp / "home" / "conf" / "plain_acl.yml").write_text(ACL_YML)
+    server = tb.start_standalone(tmp / "store", name="tx-admincli-acl", cluster="TxCliAcl",
+                                 extra={"aclEnable": "true", "rocketmqHome": tmp / "home"})
+    home = rj.JavaHome("admincli-acl")
+    (home.root / "conf" / "tools.yml").write_text(f"accessKey: {ACL_ADMIN[0]}\nsecretKey: {ACL_ADMIN[1]}\n")
+    try:
+        yield dict(server=server, home=home, tools=java_classpath_4)
+    finally:
+        server.stop()
+
+
+def test_acl_commands_against_our_acl_broker(acl_broker, monkeypatch):
+    server, home = acl_broker["server"], acl_broker["home"]
+    ns, addr = server.namesrv, server.addr
+    admin = ("--access-key", ACL_ADMIN[0], "--secret-key", ACL_ADMIN[1])
+    # not signed, or signed by a non-admin account: refused by the broker, exit 1 with one line
+    for creds in ((), ("--access-key", ACL_USER[0], "--secret-key", ACL_USER[1])):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            status = cli.main(["updateAclConfig", "-n", ns, "-b", addr, "-a", "cliNew0001", "-s", "cliNewSecret1",
+                               *creds])
+        assert status == 1 and len(err.getvalue().splitlines()) == 1, err.getvalue()
+    before = ours_json(ns, "clusterAclConfigVersion", "-b", addr, *admin)
+    ours(ns, "updateAclConfig", "-b", addr, "-a", "cliNew0001", "-s", "cliNewSecret1", "-t", "TopicA=PUB", *admin)
+    # the credentials from $ROCKETMQ_HOME/conf/tools.yml, as mqadmin takes them
+    monkeypatch.setenv("ROCKETMQ_HOME", str(home.root))
+    after = ours_json(ns, "clusterAclConfigVersion", "-b", addr)
+    assert [r["aclFilePath"] for r in after] == [r["aclFilePath"] for r in before]
+    assert [r["counter"] for r in after] == [r["counter"] + 1 for r in before]
+    theirs = rj.mqadmin(acl_broker["tools"], ["clusterAclConfigVersion", "-n", ns, "-b", addr], home)
+    rows = [line.split() for line in theirs if line.startswith("TxCliAcl ")]
+    assert [(r[3], int(r[4])) for r in rows] == [(r["aclFilePath"], r["counter"]) for r in after], theirs
+    path = Path(after[0]["aclFilePath"])
+    assert "cliNew0001" in path.read_text() and "TopicA=PUB" in path.read_text()
+    ours(ns, "deleteAclConfig", "-b", addr, "-a", "cliNew0001")
+    assert "cliNew0001" not in path.read_text()
+    ours(ns, "updateGlobalWhiteAddr", "-b", addr, "-g", "10.20.30.*")
+    assert "10.20.30.*" in path.read_text()

@@ -32,6 +32,7 @@ from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import adminapi
 from rocketmq_tx.remoting.adminbodies import message_queue_to_json
 from rocketmq_tx.remoting.api import PullStatus
+from rocketmq_tx.remoting.headers.acl import CreateAccessConfigRequestHeader
 
 #: Java ``MixAll.TOOLS_CONSUMER_GROUP``: the group mqadmin pulls as (the broker lets it read anything)
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
@@ -94,6 +95,19 @@ def java_object_text(name: str, fields: dict[str, Any]) -> str:
     def text(value: Any) -> str:
         return ("true" if value else "false") if isinstance(value, bool) else str(value)
     return f"{name} [" + ", ".join(f"{k}={text(v)}" for k, v in fields.items()) + "]"
+
+
+def _all_broker_addrs(session: Session, addr: str | None, cluster: str | None) -> list[str]:
+    """-b one broker, or -c every master and slave of the cluster (CommandUtil.fetchMasterAndSlaveAddrByClusterName)."""
+    if bool(addr) == bool(cluster):
+        raise CommandError("exactly one of -b brokerAddr or -c clusterName is required")
+    if addr:
+        return [addr]
+    assert cluster is not None
+    addrs = session.admin.examine_broker_cluster_info().retrieve_all_addr_by_cluster(cluster)
+    if not addrs:
+        raise CommandError(f"the cluster [{cluster}] has no broker on the name server")
+    return addrs
 
 
 def _props(msg: Message) -> dict[str, str]:
@@ -717,3 +731,90 @@ def wipe_write_perm(session: Session, args: argparse.Namespace) -> Output:
          opt("-b", "--brokerName", type=_text, required=True, help="broker name"))
 def add_write_perm(session: Session, args: argparse.Namespace) -> Output:
     return _write_perm(session, args.brokerName, wipe=False)
+
+
+# --------------------------------------------------------------------------- ACL 1.0 accounts
+
+@command("updateAclConfig", "Update acl config yaml file in broker",
+         opt("-b", "--brokerAddr", type=_text, help="update acl config file to which broker"),
+         opt("-c", "--clusterName", type=_text, help="update acl config file to which cluster"),
+         opt("-a", "--accessKey", type=_text, required=True, help="set accessKey in acl config file"),
+         opt("-s", "--secretKey", type=_text, required=True, help="set secretKey in acl config file"),
+         opt("-w", "--whiteRemoteAddress", type=_text, help="set white ip Address for account in acl config file"),
+         opt("-i", "--defaultTopicPerm", type=_text, help="set default topicPerm in acl config file"),
+         opt("-u", "--defaultGroupPerm", type=_text, help="set default GroupPerm in acl config file"),
+         opt("-t", "--topicPerms", type=_text, help="set topicPerms list,eg: topicA=DENY,topicD=SUB"),
+         opt("-g", "--groupPerms", type=_text, help="set groupPerms list,eg: groupD=DENY,groupD=SUB"),
+         opt("-m", "--admin", type=java_bool, default=False, help="set admin flag in acl config file"))
+def update_acl_config(session: Session, args: argparse.Namespace) -> Output:
+    # the header Java's createAndUpdatePlainAccessConfig sends (perm lists joined by commas, as given)
+    header = CreateAccessConfigRequestHeader(
+        access_key=args.accessKey, secret_key=args.secretKey, white_remote_address=args.whiteRemoteAddress,
+        admin=args.admin, default_topic_perm=args.defaultTopicPerm, default_group_perm=args.defaultGroupPerm,
+        topic_perms=args.topicPerms, group_perms=args.groupPerms)
+    addrs = _all_broker_addrs(session, args.brokerAddr, args.clusterName)
+    out = Output()
+    for addr in addrs:
+        session.admin.create_and_update_plain_access_config(addr, header)
+        out.printf("create or update plain access config to %s success.", addr)
+    account = {"accessKey": args.accessKey, "whiteRemoteAddress": args.whiteRemoteAddress, "admin": args.admin,
+               "defaultTopicPerm": args.defaultTopicPerm, "defaultGroupPerm": args.defaultGroupPerm,
+               "topicPerms": args.topicPerms.split(",") if args.topicPerms else None,
+               "groupPerms": args.groupPerms.split(",") if args.groupPerms else None}
+    out.printf("%s", java_object_text("PlainAccessConfig", account))  # the secret is never printed
+    out.data = {"brokers": addrs, "account": account}
+    return out
+
+
+@command("deleteAclConfig", "Delete Acl Config Account in broker",
+         opt("-b", "--brokerAddr", type=_text, help="delete acl config account from which broker"),
+         opt("-c", "--clusterName", type=_text, help="delete acl config account from which cluster"),
+         opt("-a", "--accessKey", type=_text, required=True,
+             help="set accessKey in acl config file for deleting which account"))
+def delete_acl_config(session: Session, args: argparse.Namespace) -> Output:
+    addrs = _all_broker_addrs(session, args.brokerAddr, args.clusterName)
+    out = Output(data={"brokers": addrs, "accessKey": args.accessKey})
+    for addr in addrs:
+        session.admin.delete_plain_access_config(addr, args.accessKey)
+        out.printf("delete plain access config account from %s success.", addr)
+    out.printf("account's accesskey is:%s", args.accessKey)
+    return out
+
+
+@command("updateGlobalWhiteAddr", "Update global white address for acl Config File in broker",
+         opt("-b", "--brokerAddr", type=_text, help="update global white address to which broker"),
+         opt("-c", "--clusterName", type=_text, help="update global white address to which cluster"),
+         opt("-g", "--globalWhiteRemoteAddresses", type=_text, required=True,
+             help="set globalWhiteRemoteAddress list,eg: 10.10.103.*,192.168.0.*"),
+         opt("-p", "--aclFileFullPath", type=_text,
+             help="update global white address of specified acl file,eg: /xxx/plain_test.yml"))
+def update_global_white_addr(session: Session, args: argparse.Namespace) -> Output:
+    addrs = _all_broker_addrs(session, args.brokerAddr, args.clusterName)
+    out = Output(data={"brokers": addrs, "globalWhiteRemoteAddresses": args.globalWhiteRemoteAddresses})
+    for addr in addrs:
+        session.admin.update_global_white_addrs_config(addr, args.globalWhiteRemoteAddresses, args.aclFileFullPath)
+        out.printf("update global white remote addresses to %s success.", addr)
+    return out
+
+
+@command("clusterAclConfigVersion", "List all of acl config version information in cluster",
+         opt("-b", "--brokerAddr", type=_text, help="query acl config version for which broker"),
+         opt("-c", "--clusterName", type=_text, help="query acl config version for specified cluster"))
+def cluster_acl_config_version(session: Session, args: argparse.Namespace) -> Output:
+    if bool(args.brokerAddr) == bool(args.clusterName):
+        raise CommandError("exactly one of -b brokerAddr or -c clusterName is required")
+    addrs = _broker_addrs(session, args.brokerAddr, args.clusterName)
+    out = Output(data=[])
+    out.printf("%-16s %-22s %-22s %-20s %-22s %-22s", "#Cluster Name", "#Broker Name", "#Broker Addr",
+               "#AclFilePath", "#AclConfigVersionNum", "#AclLastUpdateTime")
+    for addr in addrs:
+        info = session.admin.examine_broker_cluster_acl_version_info(addr)
+        for path, version in info.all_acl_config_data_version.items():
+            counter, stamp = version.get("counter", 0), int(version.get("timestamp") or 0)
+            out.data.append({"cluster": info.cluster_name, "brokerName": info.broker_name,
+                             "brokerAddr": info.broker_addr, "aclFilePath": path, "counter": counter,
+                             "timestamp": stamp})
+            when = datetime.datetime.fromtimestamp(stamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
+            out.printf("%-16s  %-22s  %-22s  %-20s  %-22s  %-22s", info.cluster_name, info.broker_name,
+                       info.broker_addr, path, counter, when)
+    return out

@@ -18,9 +18,10 @@ from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.route import TopicConfig, TopicRouteData
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import adminapi
-from rocketmq_tx.remoting.adminapi import Plan, QueryResult, RollbackStats
+from rocketmq_tx.remoting.adminapi import AclVersionInfo, Plan, QueryResult, RollbackStats
 from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, ProducerConnection, TopicStatsTable
 from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
+from rocketmq_tx.remoting.headers.acl import CreateAccessConfigRequestHeader
 from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["BlockingAdmin"]
@@ -207,3 +208,21 @@ class BlockingAdmin:
     def examine_producer_connection_info(self, group: str, topic: str) -> ProducerConnection:
         """The producers of *group* connected to the brokers of *topic* (mqadmin ``producerConnection``)."""
         return self.run(adminapi.examine_producer_connection_info(group, topic))
+
+    # ------------------------------------------------------------ ACL 1.0 accounts
+    def create_and_update_plain_access_config(self, addr: str, config: CreateAccessConfigRequestHeader) -> None:
+        """Create or update an account in the broker's ACL file (mqadmin ``updateAclConfig``)."""
+        self.run(adminapi.create_and_update_plain_access_config(addr, config))
+
+    def delete_plain_access_config(self, addr: str, access_key: str) -> None:
+        """Delete an account from the broker's ACL file (mqadmin ``deleteAclConfig``)."""
+        self.run(adminapi.delete_plain_access_config(addr, access_key))
+
+    def update_global_white_addrs_config(self, addr: str, global_white_addrs: str,
+                                         acl_file_full_path: str | None = None) -> None:
+        """Replace the global white addresses of the broker's ACL file (mqadmin ``updateGlobalWhiteAddr``)."""
+        self.run(adminapi.update_global_white_addrs_config(addr, global_white_addrs, acl_file_full_path))
+
+    def examine_broker_cluster_acl_version_info(self, addr: str) -> AclVersionInfo:
+        """The broker's ACL files and their versions (mqadmin ``clusterAclConfigVersion``)."""
+        return self.run(adminapi.examine_broker_cluster_acl_version_info(addr))

@@ -53,6 +53,12 @@ from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
 from rocketmq_tx.remoting.codes import RequestCode, ResponseCode
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import MQBrokerError, RemotingCommandError, RemotingError
+from rocketmq_tx.remoting.headers.acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
 from rocketmq_tx.remoting.headers.admin import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -137,6 +143,11 @@ __all__ = [
     "create_and_update_subscription_group_config",
     "delete_subscription_group",
     "examine_producer_connection_info",
+    "AclVersionInfo",
+    "create_and_update_plain_access_config",
+    "delete_plain_access_config",
+    "update_global_white_addrs_config",
+    "examine_broker_cluster_acl_version_info",
 ]
 
 T = TypeVar("T")
@@ -777,3 +788,53 @@ def examine_producer_connection_info(group: str, topic: str) -> Plan[ProducerCon
         response = yield Call(addr, RemotingCommand.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, dict(request)))
         merged.connection_set += _decoded(response, "ProducerConnection", ProducerConnection.from_json).connection_set
     return merged
+
+
+# --------------------------------------------------------------------------- plans: ACL 1.0 accounts
+
+@dataclass(slots=True)
+class AclVersionInfo:
+    """
+    Java ``ClusterAclVersionInfo``: who answered GET_BROKER_CLUSTER_ACL_INFO and the
+    ``DataVersion`` (``counter``, ``timestamp``) of each of its ACL files, by path.
+    """
+
+    cluster_name: str | None
+    broker_name: str | None
+    broker_addr: str | None
+    all_acl_config_data_version: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def create_and_update_plain_access_config(addr: str, header: CreateAccessConfigRequestHeader) -> Plan[None]:
+    """UPDATE_AND_CREATE_ACL_CONFIG (50) on the broker at *addr* (mqadmin ``updateAclConfig``)."""
+    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header.to_ext_fields())
+    check_response((yield Call(addr, request)))
+
+
+def delete_plain_access_config(addr: str, access_key: str) -> Plan[None]:
+    """DELETE_ACL_CONFIG (51) on the broker at *addr* (mqadmin ``deleteAclConfig``)."""
+    request = RemotingCommand.request(RequestCode.DELETE_ACL_CONFIG,
+                                      DeleteAccessConfigRequestHeader(access_key).to_ext_fields())
+    check_response((yield Call(addr, request)))
+
+
+def update_global_white_addrs_config(addr: str, global_white_addrs: str, acl_file_full_path: str | None = None
+                                     ) -> Plan[None]:
+    """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) on the broker at *addr* (mqadmin ``updateGlobalWhiteAddr``)."""
+    header = UpdateGlobalWhiteAddrsConfigRequestHeader(global_white_addrs, acl_file_full_path)
+    request = RemotingCommand.request(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header.to_ext_fields())
+    check_response((yield Call(addr, request)))
+
+
+def examine_broker_cluster_acl_version_info(addr: str) -> Plan[AclVersionInfo]:
+    """GET_BROKER_CLUSTER_ACL_INFO (52): the broker's ACL files and their versions (``clusterAclConfigVersion``)."""
+    response = check_response((yield Call(addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO))))
+    try:
+        header = GetBrokerAclConfigResponseHeader.from_ext_fields(response.ext_fields)
+        versions = fastjson.loads(header.all_acl_file_version) if header.all_acl_file_version else {}
+        if not isinstance(versions, dict) or not all(isinstance(v, dict) for v in versions.values()):
+            raise ValueError("allAclFileVersion is not a map of DataVersion objects")
+    except (RemotingCommandError, ValueError) as e:
+        raise MQBrokerError(response.code, f"malformed GET_BROKER_CLUSTER_ACL_INFO response: {e}") from None
+    return AclVersionInfo(header.cluster_name, header.broker_name, header.broker_addr,
+                          {str(k): dict(v) for k, v in versions.items()})

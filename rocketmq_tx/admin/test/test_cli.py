@@ -30,7 +30,8 @@ BUILT = {"clusterList", "brokerStatus", "getBrokerConfig", "updateBrokerConfig",
          "consumerConnection", "producerConnection", "queryMsgById", "queryMsgByKey", "queryMsgByUniqueKey",
          "sendMessage", "consumeMessage", "queryMsgByOffset", "printMsg",
          "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
-         "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm"}
+         "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm",
+         "updateAclConfig", "deleteAclConfig", "updateGlobalWhiteAddr", "clusterAclConfigVersion"}
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -310,6 +311,39 @@ class CommandTests(SynchronousTestCase):
                          ["NOT PRINT BODY"] * 3)
         self.assertEqual(text.count("-" * 56), 4)
         self.assertEqual(run("printMsg", "-n", self.ns, "-t", "T", "-c", "NoSuchCharset")[0], 1)
+
+    def test_acl_accounts(self) -> None:
+        self.reply(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, times=2)
+        out = self.ok("updateAclConfig", "-c", "DefaultCluster", "-a", "RocketMQ2", "-s", "secret99", "-t",
+                      "topicA=PUB,topicB=SUB", "-i", "DENY", "-m", "true")
+        self.assertNotIn("secret99", out)
+        sent = self.cluster.requests(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG)
+        self.assertEqual(sorted(a for a, _ in sent), sorted([self.addr_a, self.addr_b]))
+        self.assertEqual({k: sent[0][1].ext_fields.get(k) for k in ("accessKey", "secretKey", "admin", "topicPerms",
+                                                                     "defaultTopicPerm", "groupPerms")},
+                         {"accessKey": "RocketMQ2", "secretKey": "secret99", "admin": "true",
+                          "topicPerms": "topicA=PUB,topicB=SUB", "defaultTopicPerm": "DENY", "groupPerms": None})
+        self.reply(RequestCode.DELETE_ACL_CONFIG)
+        self.ok("deleteAclConfig", "-b", self.addr_a, "-a", "RocketMQ2")
+        self.assertEqual(self.cluster.requests(RequestCode.DELETE_ACL_CONFIG)[0][1].ext_fields["accessKey"],
+                         "RocketMQ2")
+        self.reply(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG)
+        self.ok("updateGlobalWhiteAddr", "-b", self.addr_b, "-g", "10.10.*", "-p", "/acl/plain_acl.yml")
+        ((addr, request),) = self.cluster.requests(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG)
+        self.assertEqual((addr, request.ext_fields["globalWhiteAddrs"], request.ext_fields["aclFileFullPath"]),
+                         (self.addr_b, "10.10.*", "/acl/plain_acl.yml"))
+        versions = fastjson.dumps({"/acl/plain_acl.yml": {"counter": 3, "timestamp": 1700000000000}}).decode()
+        self.reply(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, times=2, clusterName="DefaultCluster",
+                   brokerName="broker-a", brokerAddr=self.addr_a, version="{}", allAclFileVersion=versions)
+        rows = self.json("clusterAclConfigVersion", "-c", "DefaultCluster")
+        self.assertEqual([(r["brokerName"], r["aclFilePath"], r["counter"]) for r in rows],
+                         [("broker-a", "/acl/plain_acl.yml", 3)] * 2)
+        self.reply(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, allAclFileVersion="[1]")
+        self.assertEqual(run("clusterAclConfigVersion", "-n", self.ns, "-b", self.addr_a)[0], 1)
+        self.cluster.script(RequestCode.DELETE_ACL_CONFIG, ResponseCode.DELETE_ACL_CONFIG_FAILED)
+        status, _, err = run("deleteAclConfig", "-n", self.ns, "-b", self.addr_a, "-a", "Nope")
+        self.assertEqual(status, 1)
+        self.assertIn(str(int(ResponseCode.DELETE_ACL_CONFIG_FAILED)), err)
 
     def test_acl_keys_sign_every_request(self) -> None:
         self.ok("topicList", "--access-key", "RocketMQ", "--secret-key", "12345678")
