@@ -5,7 +5,7 @@ the Java 4.9.7 name server + broker and on our ``rocketmq-standalone``:
 * our CLI sets the scene (updateTopic, updateSubGroup, sendMessage, updateBrokerConfig,
   updateKvConfig, wipeWritePerm / addWritePerm) and the official mqadmin sees its effects;
 * the read commands of both (clusterList, topicList, topicRoute, topicStatus,
-  consumerProgress, consumerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
+  consumerProgress with and without -g, consumerConnection, queryMsgByKey, queryMsgById, queryMsgByUniqueKey,
   queryMsgByOffset, printMsg, brokerStatus, getBrokerConfig, getNamesrvConfig) give the same facts: each output is
   parsed, mqadmin's and ours by the same parser where the layout is a table, and the facts
   compared (never the strings: times and figures move);
@@ -108,6 +108,7 @@ def mqadmin(env):
     commands = {
         "clusterList": ("clusterList",), "topicList": ("topicList",), "topicRoute": ("topicRoute", "-t", TOPIC),
         "topicStatus": ("topicStatus", "-t", TOPIC), "consumerProgress": ("consumerProgress", "-g", GROUP),
+        "everyGroup": ("consumerProgress",),
         "consumerConnection": ("consumerConnection", "-g", GROUP),
         "queryMsgByKey": ("queryMsgByKey", "-t", TOPIC, "-k", "ck-3"),
         "queryMsgById": ("queryMsgById", "-i", sent["offsetMsgId"]),
@@ -206,6 +207,18 @@ def test_consumer_progress(env, mqadmin):
         assert {int(r[2]): (int(r[3]), int(r[4])) for r in rows} == expect, text
         assert re.search(r"^Diff Total: 1$", text, re.M), text
     assert ours_json(env["namesrv"], "consumerProgress", "-g", GROUP)["diffTotal"] == 1
+
+
+def test_consumer_progress_of_every_group(env, mqadmin):
+    env["puller"].send_heartbeat([TOPIC])
+    mine = ours(env["namesrv"], "consumerProgress")
+    theirs = mqadmin["everyGroup"]
+    # group, client count, lowest client version, PULL (no model for a pull client), TPS, total lag
+    row = table_rows(theirs, GROUP)
+    assert len(row) == 1 and row[0][1:4] == ["1", row[0][2], "PULL"] and row[0][-1] == "1", theirs
+    assert [r[:4] + r[-1:] for r in table_rows(mine, GROUP)] == [row[0][:4] + row[0][-1:]], mine
+    groups = {r[0] for r in (line.split() for line in theirs.splitlines()[1:]) if r}
+    assert {r[0] for r in (line.split() for line in mine.splitlines()[1:]) if r} == groups
 
 
 def test_consumer_connection(env, mqadmin):

@@ -10,6 +10,7 @@ printing), independent of the others, read by name like a table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import tempfile
@@ -24,6 +25,7 @@ from rocketmq_tx.admin.output import (
     java_bool,
     java_map_text,
     jformat,
+    mq_version_desc,
 )
 from rocketmq_tx.admin.registry import CommandError, Session, command, opt
 from rocketmq_tx.common.message import Message, MessageExt, MessageQueue
@@ -31,7 +33,7 @@ from rocketmq_tx.common.route import TopicConfig
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import adminapi
 from rocketmq_tx.remoting.adminbodies import message_queue_to_json
-from rocketmq_tx.remoting.api import PullStatus
+from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, PullStatus
 from rocketmq_tx.remoting.headers.acl import CreateAccessConfigRequestHeader
 
 #: Java ``MixAll.TOOLS_CONSUMER_GROUP``: the group mqadmin pulls as (the broker lets it read anything)
@@ -411,9 +413,11 @@ def delete_sub_group(session: Session, args: argparse.Namespace) -> Output:
 # --------------------------------------------------------------------------- consumers and producers
 
 @command("consumerProgress", "Query consumers's progress, speed",
-         opt("-g", "--groupName", type=_text, required=True, help="consumer group name"),
+         opt("-g", "--groupName", type=_text, help="consumer group name (without it: every group, one line each)"),
          opt("-t", "--topicName", type=_text, help="topic name (5.x)"))
 def consumer_progress(session: Session, args: argparse.Namespace) -> Output:
+    if not args.groupName:
+        return _every_group_progress(session)
     stats = session.admin.examine_consume_stats(args.groupName, args.topicName)
     out = Output(data={"queues": [], "consumeTps": stats.consume_tps, "diffTotal": stats.compute_total_diff()})
     out.printf("%-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s", "#Topic", "#Broker Name", "#QID", "#Broker Offset",
@@ -427,6 +431,33 @@ def consumer_progress(session: Session, args: argparse.Namespace) -> Output:
     out.printf("")
     out.printf("Consume TPS: %.2f", stats.consume_tps)
     out.printf("Diff Total: %d", stats.compute_total_diff())
+    return out
+
+
+def _every_group_progress(session: Session) -> Output:
+    """consumerProgress without -g: each group that has a retry topic, its clients and its total lag."""
+    out = Output(data=[])
+    out.printf("%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s", "#Group", "#Count", "#Version", "#Type", "#Model", "#TPS",
+               "#Diff Total")
+    topics = session.admin.fetch_all_topic_list().topic_list
+    for group in sorted(t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in topics if t.startswith(RETRY_GROUP_TOPIC_PREFIX)):
+        # as Java: a group whose stats or connection cannot be read still gets its line
+        tps, diff = 0, 0
+        with contextlib.suppress(Exception):
+            stats = session.admin.examine_consume_stats(group)
+            tps, diff = int(stats.consume_tps), stats.compute_total_diff()
+        count, version, kind, model = 0, "OFFLINE", "", ""
+        with contextlib.suppress(Exception):
+            cc = session.admin.examine_consumer_connection_info(group)
+            count = len(cc.connection_set)
+            if count:
+                version = mq_version_desc(min(c.version for c in cc.connection_set))
+                kind = "PULL" if cc.consume_type == "CONSUME_ACTIVELY" else "PUSH"
+                model = (cc.message_model or "") if kind == "PUSH" else ""
+        out.data.append({"group": group, "count": count, "version": version, "type": kind, "model": model,
+                         "tps": tps, "diffTotal": diff})
+        out.printf("%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d", front_at_least(group, 64), count, version, kind, model,
+                   tps, diff)
     return out
 
 

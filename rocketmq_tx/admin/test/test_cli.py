@@ -16,7 +16,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.admin import cli
 from rocketmq_tx.admin.commands import parse_timestamp
-from rocketmq_tx.admin.output import Output, java_bool, java_map_text
+from rocketmq_tx.admin.output import Output, java_bool, java_map_text, mq_version_desc
 from rocketmq_tx.admin.registry import COMMANDS
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import Message, MessageQueue
@@ -73,6 +73,12 @@ class ParsingTests(SynchronousTestCase):
         self.assertEqual(parse_timestamp("1700000000123"), 1700000000123)
         self.assertEqual(parse_timestamp("2024-01-02#03:04:05:678") % 1000, 678)
         self.assertLess(abs(parse_timestamp("now") / 1000 - time.time()), 5)
+
+    def test_version_names(self) -> None:
+        # Java MQVersion.Version ordinals (4.9.8 and 5.3.3 list the same 613 names)
+        self.assertEqual([mq_version_desc(v) for v in (0, 62, 63, 85, 86, 409, 479, 612, 9999)],
+                         ["V3_0_0_SNAPSHOT", "V3_1_8_SNAPSHOT", "V3_1_8", "V3_2_9", "V3_3_1_SNAPSHOT", "V4_9_8",
+                          "V5_3_3", "HIGHER_VERSION", "HIGHER_VERSION"])
 
     def test_layout_is_javas_printf(self) -> None:
         out = Output()
@@ -374,6 +380,15 @@ class CommandTests(SynchronousTestCase):
             text = self.ok("consumerProgress", "-g", "CG")
             self.assertIn("Diff Total: 0", text)
             self.assertEqual(text.splitlines()[1].split()[:5], ["T", "broker-a", "0", "1", "1"])
+            puller.send_heartbeat(["T"])
+            every = self.json("consumerProgress")
+            self.assertEqual([(g["group"], g["count"], g["type"], g["diffTotal"]) for g in every],
+                             [("CG", 1, "PULL", 0)])
+            self.assertEqual(every[0]["version"], "V4_9_8")  # the fake cluster reports version 409
+            lines = self.ok("consumerProgress").splitlines()
+            self.assertEqual(lines[0].split(), ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS",
+                                                "#Diff", "Total"])
+            self.assertEqual(lines[1].split()[:2], ["CG", "1"])
             reset = self.json("resetOffsetByTime", "-g", "CG", "-t", "T", "-s", "0")
             self.assertTrue(reset)
             self.assertEqual({r["offset"] for r in reset}, {0})
