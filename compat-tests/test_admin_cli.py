@@ -31,9 +31,11 @@ import txbroker as tb
 
 from rocketmq_tx.admin import cli
 from rocketmq_tx.blocking import BlockingPullClient
+from rocketmq_tx.blocking.connection import BlockingRemotingClient
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import TopicRouteData
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.compat
 
@@ -300,6 +302,25 @@ def test_consume_and_reset(env):
     reset = ours_json(env["namesrv"], "resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "0")
     # the group is online: the broker hands the new offsets to its clients (4.x does not commit them itself)
     assert {r["queueId"]: r["offset"] for r in reset} == {q: 0 for q in range(4)}
+
+
+def test_set_consume_mode(env):
+    """5.x's setConsumeMode: our broker keeps the mode (GET_ALL_MESSAGE_REQUEST_MODE reads it back); the Java
+    4.9.7 broker does not know the request (mqadmin 4.9.8 has no such command to compare with)."""
+    args = ["setConsumeMode", "-n", env["namesrv"], "-b", env["broker_addr"], "-t", TOPIC, "-g", GROUP, "-m", "POP",
+            "-q", "2"]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = cli.main(args)
+    if env["kind"] == "tx":
+        assert status == 0, err.getvalue()
+        with BlockingRemotingClient() as client:
+            response = client.invoke(env["broker_addr"], RemotingCommand.request(
+                RequestCode.GET_ALL_MESSAGE_REQUEST_MODE))
+        modes = json.loads(response.body)["messageRequestModeMap"]
+        assert modes[TOPIC][GROUP]["mode"] == "POP" and modes[TOPIC][GROUP]["popShareQueueNum"] == 2, modes
+    else:
+        assert status == 1 and f"{int(ResponseCode.REQUEST_CODE_NOT_SUPPORTED)}" in err.getvalue(), err.getvalue()
 
 
 def test_kv_config(env):

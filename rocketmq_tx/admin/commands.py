@@ -461,6 +461,27 @@ def _every_group_progress(session: Session) -> Output:
     return out
 
 
+@command("setConsumeMode", "Set consume message mode. pull/pop etc.",
+         opt("-b", "--brokerAddr", type=_text, help="create subscription group to which broker"),
+         opt("-c", "--clusterName", type=_text, help="create subscription group to which cluster"),
+         opt("-t", "--topicName", type=_text, required=True, help="topic name"),
+         opt("-g", "--groupName", type=_text, required=True, help="consumer group name"),
+         opt("-m", "--mode", type=_text, required=True, choices=("PULL", "POP"), help="consume mode. PULL/POP"),
+         opt("-q", "--popShareQueueNum", type=_int, default=0, help="num of queue which share in pop mode"))
+def set_consume_mode(session: Session, args: argparse.Namespace) -> Output:
+    out = Output()
+    addrs = _broker_addrs(session, args.brokerAddr, args.clusterName)
+    for addr in addrs:
+        session.admin.set_message_request_mode(addr, args.topicName, args.groupName, args.mode,
+                                               args.popShareQueueNum)
+        out.printf("set consume mode to %s success.", addr)
+    out.printf("topic[%s] group[%s] consume mode[%s] popShareQueueNum[%d]", args.topicName, args.groupName,
+               args.mode, args.popShareQueueNum)
+    out.data = {"brokers": addrs, "topic": args.topicName, "group": args.groupName, "mode": args.mode,
+                "popShareQueueNum": args.popShareQueueNum}
+    return out
+
+
 @command("consumerConnection", "Query consumer's socket connection, client version and subscription",
          opt("-g", "--consumerGroup", type=_text, required=True, help="consumer group name"))
 def consumer_connection(session: Session, args: argparse.Namespace) -> Output:

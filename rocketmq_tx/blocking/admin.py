@@ -209,6 +209,11 @@ class BlockingAdmin:
         """The producers of *group* connected to the brokers of *topic* (mqadmin ``producerConnection``)."""
         return self.run(adminapi.examine_producer_connection_info(group, topic))
 
+    def set_message_request_mode(self, addr: str, topic: str, group: str, mode: str,
+                                 pop_share_queue_num: int = 0) -> None:
+        """How *group* consumes *topic* on one 5.x broker: ``"PULL"`` or ``"POP"`` (mqadmin ``setConsumeMode``)."""
+        self.run(adminapi.set_message_request_mode(addr, topic, group, mode, pop_share_queue_num))
+
     # ------------------------------------------------------------ ACL 1.0 accounts
     def create_and_update_plain_access_config(self, addr: str, config: CreateAccessConfigRequestHeader) -> None:
         """Create or update an account in the broker's ACL file (mqadmin ``updateAclConfig``)."""

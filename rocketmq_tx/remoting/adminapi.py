@@ -41,6 +41,7 @@ from rocketmq_tx.remoting.adminbodies import (
     OffsetWrapper,
     ProducerConnection,
     ResetOffsetBody,
+    SetMessageRequestModeRequestBody,
     TopicStatsTable,
 )
 from rocketmq_tx.remoting.api import (
@@ -143,6 +144,7 @@ __all__ = [
     "create_and_update_subscription_group_config",
     "delete_subscription_group",
     "examine_producer_connection_info",
+    "set_message_request_mode",
     "AclVersionInfo",
     "create_and_update_plain_access_config",
     "delete_plain_access_config",
@@ -788,6 +790,14 @@ def examine_producer_connection_info(group: str, topic: str) -> Plan[ProducerCon
         response = yield Call(addr, RemotingCommand.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, dict(request)))
         merged.connection_set += _decoded(response, "ProducerConnection", ProducerConnection.from_json).connection_set
     return merged
+
+
+def set_message_request_mode(addr: str, topic: str, group: str, mode: str, pop_share_queue_num: int = 0
+                             ) -> Plan[None]:
+    """SET_MESSAGE_REQUEST_MODE (401, 5.x): how *group* consumes *topic* on the broker at *addr* (PULL / POP)."""
+    body = SetMessageRequestModeRequestBody(topic, group, mode, pop_share_queue_num)
+    request = RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, body=fastjson.dumps(body.to_json()))
+    check_response((yield Call(addr, request)))
 
 
 # --------------------------------------------------------------------------- plans: ACL 1.0 accounts

@@ -31,7 +31,7 @@ BUILT = {"clusterList", "brokerStatus", "getBrokerConfig", "updateBrokerConfig",
          "sendMessage", "consumeMessage", "queryMsgByOffset", "printMsg",
          "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
          "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm",
-         "updateAclConfig", "deleteAclConfig", "updateGlobalWhiteAddr", "clusterAclConfigVersion"}
+         "updateAclConfig", "deleteAclConfig", "updateGlobalWhiteAddr", "clusterAclConfigVersion", "setConsumeMode"}
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -264,6 +264,17 @@ class CommandTests(SynchronousTestCase):
         self.assertEqual({k: sent[0][1].ext_fields[k] for k in ("groupName", "removeOffset", "cleanOffset")},
                          {"groupName": "G", "removeOffset": "true", "cleanOffset": "true"})
         self.assertEqual(run("deleteSubGroup", "-n", self.ns, "-g", "G")[0], 1)
+
+    def test_set_consume_mode(self) -> None:
+        self.reply(RequestCode.SET_MESSAGE_REQUEST_MODE, times=2)
+        out = self.ok("setConsumeMode", "-c", "DefaultCluster", "-t", "T", "-g", "G", "-m", "POP", "-q", "2")
+        self.assertEqual(out.splitlines()[-1], "topic[T] group[G] consume mode[POP] popShareQueueNum[2]")
+        sent = self.cluster.requests(RequestCode.SET_MESSAGE_REQUEST_MODE)
+        self.assertEqual(sorted(a for a, _ in sent), sorted([self.addr_a, self.addr_b]))
+        self.assertEqual(json.loads(sent[0][1].body),
+                         {"consumerGroup": "G", "mode": "POP", "popShareQueueNum": 2, "topic": "T"})
+        self.assertEqual(run("setConsumeMode", "-n", self.ns, "-b", self.addr_a, "-t", "T", "-g", "G", "-m",
+                             "PUSH")[0], 2)
 
     def test_producer_connection(self) -> None:
         body = fastjson.dumps({"connectionSet": [{"clientId": "c1", "clientAddr": "1.2.3.4:5", "language": "JAVA",
