@@ -582,7 +582,9 @@ def print_msg(session: Session, args: argparse.Namespace) -> Output:
         raise CommandError(f"unknown charset {args.charsetName}") from None
     client = session.pull_client(TOOLS_CONSUMER_GROUP)
     out = Output(data=[])
-    for mq in sorted(client.fetch_queues(args.topic), key=lambda q: (q.broker_name, q.queue_id)):
+    progress = session.progress("printMsg")
+    queues = sorted(client.fetch_queues(args.topic), key=lambda q: (q.broker_name, q.queue_id))
+    for i, mq in enumerate(queues, 1):
         low = client.min_offset(mq) if args.beginTimestamp is None else client.search_offset(mq, args.beginTimestamp)
         high = client.max_offset(mq) if args.endTimestamp is None else client.search_offset(mq, args.endTimestamp)
         out.printf("minOffset=%s, maxOffset=%s, %s", low, high, _queue_text(mq))
@@ -590,6 +592,7 @@ def print_msg(session: Session, args: argparse.Namespace) -> Output:
         while offset < high:
             if len(out.data) >= MAX_CONSUME_COUNT:
                 raise CommandError(f"more than {MAX_CONSUME_COUNT} messages: narrow the range with -b/-e")
+            progress.update(f"queue {i}/{len(queues)}, {len(out.data)} messages")
             result = client.pull(mq, offset, 32, args.subExpression)
             stuck = result.next_begin_offset <= offset  # a broker that does not move on ends the queue
             offset = result.next_begin_offset
@@ -607,6 +610,7 @@ def print_msg(session: Session, args: argparse.Namespace) -> Output:
                            offset)
                 break
         out.printf("--------------------------------------------------------")
+    progress.finish()
     return out
 
 
@@ -664,6 +668,7 @@ def consume_message(session: Session, args: argparse.Namespace) -> Output:
         raise CommandError(f"no queue of topic {args.topic} matches the -b/-i given")
     out = Output(data=[])
     end_ms = args.endTimestamp
+    progress = session.progress("consumeMessage")
     for mq in sorted(queues, key=lambda q: (q.broker_name, q.queue_id)):
         if args.offset is not None:
             offset = args.offset
@@ -673,6 +678,7 @@ def consume_message(session: Session, args: argparse.Namespace) -> Output:
             offset = client.min_offset(mq)
         max_offset = client.max_offset(mq)
         while offset < max_offset and len(out.data) < count:
+            progress.update(f"{len(out.data)}/{count} messages")
             result = client.pull(mq, offset, min(32, count - len(out.data)))
             if result.pull_status is not PullStatus.FOUND or result.next_begin_offset <= offset:
                 break
@@ -685,6 +691,7 @@ def consume_message(session: Session, args: argparse.Namespace) -> Output:
                 out.printf("MSGID: %s %s BODY: %s", out.data[-1]["msgId"], _queue_text(mq), out.data[-1]["body"])
         if len(out.data) >= count:
             break
+    progress.finish()
     out.printf("Consumed %d message(s)", len(out.data))
     return out
 

@@ -10,12 +10,13 @@ columns line up as they do under mqadmin.
 from __future__ import annotations
 
 import datetime
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from rocketmq_tx.common import fastjson
 
-__all__ = ["Output", "jformat", "mq_version_desc", "java_bool", "human_time", "host_text", "front_at_least",
+__all__ = ["Output", "Progress", "jformat", "mq_version_desc", "java_bool", "human_time", "host_text", "front_at_least",
            "java_map_text"]
 
 
@@ -34,6 +35,36 @@ class Output:
         if as_json:
             return fastjson.dumps(self.data).decode("utf-8") + "\n"
         return "".join(line + "\n" for line in self.lines)
+
+
+class Progress:
+    """
+    A one-line progress report on a terminal (``stream.isatty()``), redrawn at most every
+    *interval* seconds; nothing at all when the stream is a pipe or a file, so scripts and
+    ``--json`` output stay clean.
+    """
+
+    def __init__(self, stream: TextIO | None, what: str, interval: float = 0.2,
+                 clock: Any = time.monotonic) -> None:
+        self.stream = stream if stream is not None and stream.isatty() else None
+        self.what = what
+        self.interval = interval
+        self.clock = clock
+        self._last = float("-inf")
+        self._drawn = False
+
+    def update(self, text: str) -> None:
+        if self.stream is None or self.clock() - self._last < self.interval:
+            return
+        self._last = self.clock()
+        self.stream.write(f"\r{self.what}: {text}\x1b[K")
+        self.stream.flush()
+        self._drawn = True
+
+    def finish(self) -> None:
+        if self.stream is not None and self._drawn:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
 
 def jformat(fmt: str, *args: Any) -> str:

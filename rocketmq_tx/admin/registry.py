@@ -10,12 +10,13 @@ use) and its parsed arguments, and returns an :class:`~rocketmq_tx.admin.output.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_tx.acl import SessionCredentials
-from rocketmq_tx.admin.output import Output
+from rocketmq_tx.admin.output import Output, Progress
 from rocketmq_tx.blocking.admin import BlockingAdmin
 from rocketmq_tx.blocking.client import BlockingProducer, BlockingPullClient
 from rocketmq_tx.tlsconfig import TlsSettings
@@ -69,6 +70,8 @@ class Session:
     timeout: float = 5.0
     tls: TlsSettings | None = None
     credentials: SessionCredentials | None = None
+    #: where progress of long commands is drawn (only if it is a terminal)
+    progress_stream: Any = field(default_factory=lambda: sys.stderr, repr=False)
     _admin: BlockingAdmin | None = field(default=None, repr=False)
     _closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
@@ -95,6 +98,9 @@ class Session:
                                     credentials=self.credentials)
         self._closers.append(client.close)
         return client
+
+    def progress(self, what: str) -> Progress:
+        return Progress(self.progress_stream, what)
 
     def close(self) -> None:
         while self._closers:

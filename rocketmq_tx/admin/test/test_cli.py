@@ -16,8 +16,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.admin import cli
 from rocketmq_tx.admin.commands import parse_timestamp
-from rocketmq_tx.admin.output import Output, java_bool, java_map_text, mq_version_desc
-from rocketmq_tx.admin.registry import COMMANDS
+from rocketmq_tx.admin.output import Output, Progress, java_bool, java_map_text, mq_version_desc
+from rocketmq_tx.admin.registry import COMMANDS, Session
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import Message, MessageQueue
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
@@ -86,6 +86,22 @@ class ParsingTests(SynchronousTestCase):
         self.assertEqual(out.lines, ["broker-a" + " " * 24 + "  3     0" + " " * 19 + "  12" + " " * 18 + "    "])
         self.assertEqual(java_map_text({"a": "1", "b": "2"}), "{a=1, b=2}")
         self.assertEqual(Output({"x": [1]}, ["t"]).render(True), '{"x":[1]}\n')
+
+    def test_progress_only_on_a_terminal(self) -> None:
+        now = [0.0]
+        tty = Tty()
+        progress = Progress(tty, "printMsg", interval=1.0, clock=lambda: now[0])
+        progress.update("1 messages")
+        progress.update("2 messages")  # within the interval: not redrawn
+        now[0] = 1.5
+        progress.update("3 messages")
+        progress.finish()
+        self.assertEqual(tty.getvalue(), "\rprintMsg: 1 messages\x1b[K\rprintMsg: 3 messages\x1b[K\r\x1b[K")
+        piped = io.StringIO()
+        progress = Progress(piped, "printMsg", interval=0)
+        progress.update("1 messages")
+        progress.finish()
+        self.assertEqual(piped.getvalue(), "")
 
     def test_tools_yml_credentials(self) -> None:
         home = tempfile.mkdtemp()
@@ -329,6 +345,20 @@ class CommandTests(SynchronousTestCase):
         self.assertEqual(text.count("-" * 56), 4)
         self.assertEqual(run("printMsg", "-n", self.ns, "-t", "T", "-c", "NoSuchCharset")[0], 1)
 
+    def test_long_commands_draw_progress_on_a_terminal(self) -> None:
+        self.ok("sendMessage", "-t", "T", "-p", "x")
+        tty = Tty()
+        session = Session(self.ns, progress_stream=tty)
+        self.addCleanup(session.close)
+        parser = cli.build_parser()
+        for argv in (["printMsg", "-t", "T"], ["consumeMessage", "-t", "T"]):
+            tty.seek(0)
+            tty.truncate()
+            output = COMMANDS[argv[0]].run(session, parser.parse_args([*argv, "-n", self.ns]))
+            self.assertEqual(len(output.data), 1)
+            self.assertIn(f"\r{argv[0]}: ", tty.getvalue())
+            self.assertTrue(tty.getvalue().endswith("\r\x1b[K"))
+
     def test_acl_accounts(self) -> None:
         self.reply(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, times=2)
         out = self.ok("updateAclConfig", "-c", "DefaultCluster", "-a", "RocketMQ2", "-s", "secret99", "-t",
@@ -415,3 +445,8 @@ def Puller(ns: str):  # type: ignore[no-untyped-def]
     from rocketmq_tx.blocking import BlockingPullClient
 
     return BlockingPullClient("CG", ns)
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
