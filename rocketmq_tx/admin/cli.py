@@ -111,7 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         session.close()
-    sys.stdout.write(output.render(args.json))
+    try:
+        sys.stdout.write(output.render(args.json))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `... | head`: the reader is gone; keep Python from complaining again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -158,8 +158,37 @@ def print_message(out: Output, msg: MessageExt) -> None:
 
 # --------------------------------------------------------------------------- cluster and brokers
 
-@command("clusterList", "List all of clusters")
+def _cluster_more_stats(session: Session) -> Output:
+    """clusterList -m: messages in and out yesterday and today, per broker, from its runtime figures."""
+    info = session.admin.examine_broker_cluster_info()
+    out = Output(data=[])
+    out.printf("%-16s  %-32s %14s %14s %14s %14s", "#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest",
+               "#InTotalToday", "#OutTotalToday")
+    for cluster in sorted(info.cluster_addr_table):
+        for name in sorted(info.cluster_addr_table[cluster]):
+            data = info.broker_addr_table.get(name)
+            if data is None:
+                continue
+            for bid in sorted(data.broker_addrs):
+                figures = [0, 0, 0, 0]
+                with contextlib.suppress(Exception):  # as Java: a broker that does not answer shows zeros
+                    t = {k: int(v) for k, v in session.admin.fetch_broker_runtime_stats(
+                        data.broker_addrs[bid]).items() if k.startswith(("msgPutTotal", "msgGetTotal"))}
+                    figures = [t["msgPutTotalTodayMorning"] - t["msgPutTotalYesterdayMorning"],
+                               t["msgGetTotalTodayMorning"] - t["msgGetTotalYesterdayMorning"],
+                               t["msgPutTotalTodayNow"] - t["msgPutTotalTodayMorning"],
+                               t["msgGetTotalTodayNow"] - t["msgGetTotalTodayMorning"]]
+                out.data.append({"cluster": cluster, "brokerName": name, "brokerId": bid, "inTotalYest": figures[0],
+                                 "outTotalYest": figures[1], "inTotalToday": figures[2], "outTotalToday": figures[3]})
+                out.printf("%-16s  %-32s %14d %14d %14d %14d", cluster, name, *figures)
+    return out
+
+
+@command("clusterList", "List all of clusters",
+         opt("-m", "--moreStats", action="store_true", help="Print more stats"))
 def cluster_list(session: Session, args: argparse.Namespace) -> Output:
+    if args.moreStats:
+        return _cluster_more_stats(session)
     info = session.admin.examine_broker_cluster_info()
     out = Output(data=[])
     out.printf("%-16s  %-22s  %-4s  %-22s %-16s %19s %19s %10s %5s %6s", "#Cluster Name", "#Broker Name", "#BID",
@@ -483,9 +512,10 @@ def set_consume_mode(session: Session, args: argparse.Namespace) -> Output:
 
 
 @command("consumerConnection", "Query consumer's socket connection, client version and subscription",
-         opt("-g", "--consumerGroup", type=_text, required=True, help="consumer group name"))
+         opt("-g", "--consumerGroup", type=_text, required=True, help="consumer group name"),
+         opt("-b", "--brokerAddr", type=_text, help="broker address"))
 def consumer_connection(session: Session, args: argparse.Namespace) -> Output:
-    cc = session.admin.examine_consumer_connection_info(args.consumerGroup)
+    cc = session.admin.examine_consumer_connection_info(args.consumerGroup, args.brokerAddr)
     out = Output(data=cc.to_json())
     out.printf("%-36s %-22s %-10s %s", "#ClientId", "#ClientAddr", "#Language", "#Version")
     for conn in cc.connection_set:

@@ -126,9 +126,9 @@ class BlockingAdmin:
         """
         return self.run(adminapi.examine_consume_stats(group, topic))
 
-    def examine_consumer_connection_info(self, group: str) -> ConsumerConnection:
-        """The group's connected clients and subscriptions (mqadmin ``consumerConnection``)."""
-        return self.run(adminapi.examine_consumer_connection_info(group))
+    def examine_consumer_connection_info(self, group: str, addr: str | None = None) -> ConsumerConnection:
+        """The group's connected clients and subscriptions (mqadmin ``consumerConnection``; *addr*: ask that broker)."""
+        return self.run(adminapi.examine_consumer_connection_info(group, addr))
 
     # ------------------------------------------------------------ messages
     def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:

@@ -503,14 +503,20 @@ def examine_consume_stats(group: str, topic: str | None = None) -> Plan[ConsumeS
     return merged
 
 
-def examine_consumer_connection_info(group: str) -> Plan[ConsumerConnection]:
+def examine_consumer_connection_info(group: str, addr: str | None = None) -> Plan[ConsumerConnection]:
     """
     The group's connected clients and subscriptions, from a broker of its retry topic (every
-    broker gets every client's heartbeat; Java asks one at random, here the first that answers).
+    broker gets every client's heartbeat; Java asks one at random, here the first that answers),
+    or from the broker at *addr* (mqadmin ``consumerConnection -b``).
 
     :raises MQBrokerError: CONSUMER_NOT_ONLINE (206) from the broker.
     :raises MQClientError: CONSUMER_NOT_ONLINE when the answer lists no connection.
     """
+    if addr is not None:
+        connection = parse_consumer_connection_response((yield Call(addr, consumer_connection_request(group))))
+        if not connection.connection_set:
+            raise MQClientError("Not found the consumer group connection", ResponseCode.CONSUMER_NOT_ONLINE)
+        return connection
     route = yield from examine_topic_route_info(_retry_topic(group))
     error: Exception | None = None
     for _, addr in _broker_addrs(route):

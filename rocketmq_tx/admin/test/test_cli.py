@@ -172,6 +172,12 @@ class CommandTests(SynchronousTestCase):
         text = self.ok("clusterList").splitlines()
         self.assertTrue(text[0].startswith("#Cluster Name" + " " * 5 + "#Broker Name" + " " * 12 + "#BID  #Addr"), text)
         self.assertEqual(text[1].split()[:4], ["DefaultCluster", "broker-a", "0", self.addr_a])
+        self.reply(RequestCode.GET_BROKER_RUNTIME_INFO, fastjson.dumps({"table": {
+            "msgPutTotalYesterdayMorning": "10", "msgPutTotalTodayMorning": "15", "msgPutTotalTodayNow": "22",
+            "msgGetTotalYesterdayMorning": "1", "msgGetTotalTodayMorning": "3", "msgGetTotalTodayNow": "4"}}))
+        more = self.json("clusterList", "-m")
+        self.assertEqual([(r["brokerName"], r["inTotalYest"], r["outTotalYest"], r["inTotalToday"],
+                           r["outTotalToday"]) for r in more], [("broker-a", 5, 2, 7, 1), ("broker-b", 0, 0, 0, 0)])
 
     def test_topics(self) -> None:
         self.assertEqual(self.json("topicList"), ["T"])
@@ -426,6 +432,9 @@ class CommandTests(SynchronousTestCase):
             self.assertEqual([(g["group"], g["count"], g["type"], g["diffTotal"]) for g in every],
                              [("CG", 1, "PULL", 0)])
             self.assertEqual(every[0]["version"], "V4_9_8")  # the fake cluster reports version 409
+            at_b = self.json("consumerConnection", "-g", "CG", "-b", self.addr_b)
+            self.assertEqual(len(at_b["connectionSet"]), 1)
+            self.assertEqual(self.cluster.requests(RequestCode.GET_CONSUMER_CONNECTION_LIST)[-1][0], self.addr_b)
             lines = self.ok("consumerProgress").splitlines()
             self.assertEqual(lines[0].split(), ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS",
                                                 "#Diff", "Total"])
