@@ -36,7 +36,7 @@ class Command:
     run: Callable[[Session, argparse.Namespace], Output]
 
 
-#: every command by mqadmin's name, in the order ``--help`` lists them
+#: every command by mqadmin's name (``--help`` lists them in this order)
 COMMANDS: dict[str, Command] = {}
 
 
