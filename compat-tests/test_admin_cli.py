@@ -1,6 +1,6 @@
 """
 ``rocketmq-tx-admin`` against the official ``mqadmin`` (tools 4.9.8), in the same run, on
-the Java 4.9.7 name server + broker and on our ``rocketmq-standalone``:
+the Java 4.9.7 and 5.5.0 name server + broker and on our ``rocketmq-standalone``:
 
 * our CLI sets the scene (updateTopic, updateSubGroup, sendMessage, updateBrokerConfig,
   updateKvConfig, wipeWritePerm / addWritePerm) and the official mqadmin sees its effects;
@@ -59,12 +59,17 @@ def ours_json(ns: str, *args: str):  # type: ignore[no-untyped-def]
     return json.loads(ours(ns, *args, "--json"))
 
 
-@pytest.fixture(scope="module", params=["4.9.7", "tx"])
+@pytest.fixture(scope="module", params=["4.9.7", "5.5.0", "tx"])
 def cluster(request, tmp_path_factory):
+    """A name server and broker (Java 4.9.7, Java 5.5.0, or our standalone); mqadmin is 4.9.8's for all three."""
     kind = request.param
     tools = request.getfixturevalue("java_classpath_4")
     tmp = tmp_path_factory.mktemp(f"admincli-{kind}")
-    if kind == "tx":
+    if kind == "5.5.0":
+        with rj.java_cluster(request.getfixturevalue("java_classpath_5"), tmp / "store") as java:
+            yield dict(kind=kind, tools=tools, namesrv=java.namesrv_addr, broker_addr=f"127.0.0.1:{java.port}",
+                       broker="compat-broker", cluster="CompatCluster", home=java.home)
+    elif kind == "tx":
         server = tb.start_standalone(tmp / "store", name="tx-admincli", cluster="TxCliCluster")
         try:
             yield dict(kind=kind, tools=tools, namesrv=server.namesrv, broker_addr=server.addr, broker="tx-admincli",
@@ -318,14 +323,14 @@ def test_consume_and_reset(env):
 
 
 def test_set_consume_mode(env):
-    """5.x's setConsumeMode: our broker keeps the mode (GET_ALL_MESSAGE_REQUEST_MODE reads it back); the Java
-    4.9.7 broker does not know the request (mqadmin 4.9.8 has no such command to compare with)."""
+    """5.x's setConsumeMode: our broker and the Java 5.5.0 one keep the mode (GET_ALL_MESSAGE_REQUEST_MODE reads
+    it back); the Java 4.9.7 broker does not know the request (mqadmin 4.9.8 has no such command)."""
     args = ["setConsumeMode", "-n", env["namesrv"], "-b", env["broker_addr"], "-t", TOPIC, "-g", GROUP, "-m", "POP",
             "-q", "2"]
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         status = cli.main(args)
-    if env["kind"] == "tx":
+    if env["kind"] != "4.9.7":
         assert status == 0, err.getvalue()
         with BlockingRemotingClient() as client:
             response = client.invoke(env["broker_addr"], RemotingCommand.request(
