@@ -16,10 +16,12 @@ from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.blocking.client import BlockingMQClient
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.route import TopicConfig, TopicRouteData
+from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import adminapi
-from rocketmq_tx.remoting.adminapi import Plan, QueryResult, RollbackStats
-from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, TopicStatsTable
+from rocketmq_tx.remoting.adminapi import AclVersionInfo, Plan, QueryResult, RollbackStats
+from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, ProducerConnection, TopicStatsTable
 from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
+from rocketmq_tx.remoting.headers.acl import CreateAccessConfigRequestHeader
 from rocketmq_tx.tlsconfig import TlsSettings
 
 __all__ = ["BlockingAdmin"]
@@ -124,9 +126,9 @@ class BlockingAdmin:
         """
         return self.run(adminapi.examine_consume_stats(group, topic))
 
-    def examine_consumer_connection_info(self, group: str) -> ConsumerConnection:
-        """The group's connected clients and subscriptions (mqadmin ``consumerConnection``)."""
-        return self.run(adminapi.examine_consumer_connection_info(group))
+    def examine_consumer_connection_info(self, group: str, addr: str | None = None) -> ConsumerConnection:
+        """The group's connected clients and subscriptions (mqadmin ``consumerConnection``; *addr*: ask that broker)."""
+        return self.run(adminapi.examine_consumer_connection_info(group, addr))
 
     # ------------------------------------------------------------ messages
     def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
@@ -156,3 +158,76 @@ class BlockingAdmin:
     def reset_offset_new(self, topic: str, group: str, timestamp_ms: int) -> dict[MessageQueue, int]:
         """mqadmin ``resetOffsetByTime``: through the brokers, or by the admin when no consumer is online."""
         return self.run(adminapi.reset_offset_new(topic, group, timestamp_ms))
+
+    # ------------------------------------------------------------ configuration and permissions
+    def get_broker_config(self, addr: str) -> dict[str, str]:
+        """Every setting of the broker at *addr* (mqadmin ``getBrokerConfig``)."""
+        return self.run(adminapi.get_broker_config(addr))
+
+    def update_broker_config(self, addr: str, properties: dict[str, str]) -> None:
+        """Change settings of the broker at *addr* at run time (mqadmin ``updateBrokerConfig``)."""
+        self.run(adminapi.update_broker_config(addr, properties))
+
+    def fetch_broker_runtime_stats(self, addr: str) -> dict[str, str]:
+        """The runtime figures of the broker at *addr* (mqadmin ``brokerStatus``)."""
+        return self.run(adminapi.fetch_broker_runtime_stats(addr))
+
+    def get_name_server_config(self, addrs: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each name server's settings by address (``None``: every configured one; mqadmin ``getNamesrvConfig``)."""
+        return self.run(adminapi.get_name_server_config(self.namesrvs if addrs is None else list(addrs)))
+
+    def update_name_server_config(self, properties: dict[str, str], addrs: Iterable[str] | None = None) -> None:
+        """Change settings of the name servers (mqadmin ``updateNamesrvConfig``)."""
+        self.run(adminapi.update_name_server_config(self.namesrvs if addrs is None else list(addrs), properties))
+
+    def create_and_update_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """Put a KV config entry on every configured name server (mqadmin ``updateKvConfig``)."""
+        self.run(adminapi.create_and_update_kv_config(self.namesrvs, namespace, key, value))
+
+    def delete_kv_config(self, namespace: str, key: str) -> None:
+        """Delete a KV config entry from every configured name server (mqadmin ``deleteKvConfig``)."""
+        self.run(adminapi.delete_kv_config(self.namesrvs, namespace, key))
+
+    def wipe_write_perm_of_broker(self, namesrv_addr: str, broker_name: str) -> int:
+        """Take write permission from a broker's topics in one name server; how many topics (``wipeWritePerm``)."""
+        return self.run(adminapi.wipe_write_perm_of_broker(namesrv_addr, broker_name))
+
+    def add_write_perm_of_broker(self, namesrv_addr: str, broker_name: str) -> int:
+        """Give write permission back to a broker's topics in one name server; how many topics (``addWritePerm``)."""
+        return self.run(adminapi.add_write_perm_of_broker(namesrv_addr, broker_name))
+
+    # ------------------------------------------------------------ subscription groups and producers
+    def create_and_update_subscription_group_config(self, addr: str, config: SubscriptionGroupConfig) -> None:
+        """Create or update a subscription group on one broker (mqadmin ``updateSubGroup``)."""
+        self.run(adminapi.create_and_update_subscription_group_config(addr, config))
+
+    def delete_subscription_group(self, addr: str, group: str, remove_offset: bool = False) -> None:
+        """Delete a subscription group (and, with *remove_offset*, its offsets) on one broker."""
+        self.run(adminapi.delete_subscription_group(addr, group, remove_offset))
+
+    def examine_producer_connection_info(self, group: str, topic: str) -> ProducerConnection:
+        """The producers of *group* connected to the brokers of *topic* (mqadmin ``producerConnection``)."""
+        return self.run(adminapi.examine_producer_connection_info(group, topic))
+
+    def set_message_request_mode(self, addr: str, topic: str, group: str, mode: str,
+                                 pop_share_queue_num: int = 0) -> None:
+        """How *group* consumes *topic* on one 5.x broker: ``"PULL"`` or ``"POP"`` (mqadmin ``setConsumeMode``)."""
+        self.run(adminapi.set_message_request_mode(addr, topic, group, mode, pop_share_queue_num))
+
+    # ------------------------------------------------------------ ACL 1.0 accounts
+    def create_and_update_plain_access_config(self, addr: str, config: CreateAccessConfigRequestHeader) -> None:
+        """Create or update an account in the broker's ACL file (mqadmin ``updateAclConfig``)."""
+        self.run(adminapi.create_and_update_plain_access_config(addr, config))
+
+    def delete_plain_access_config(self, addr: str, access_key: str) -> None:
+        """Delete an account from the broker's ACL file (mqadmin ``deleteAclConfig``)."""
+        self.run(adminapi.delete_plain_access_config(addr, access_key))
+
+    def update_global_white_addrs_config(self, addr: str, global_white_addrs: str,
+                                         acl_file_full_path: str | None = None) -> None:
+        """Replace the global white addresses of the broker's ACL file (mqadmin ``updateGlobalWhiteAddr``)."""
+        self.run(adminapi.update_global_white_addrs_config(addr, global_white_addrs, acl_file_full_path))
+
+    def examine_broker_cluster_acl_version_info(self, addr: str) -> AclVersionInfo:
+        """The broker's ACL files and their versions (mqadmin ``clusterAclConfigVersion``)."""
+        return self.run(adminapi.examine_broker_cluster_acl_version_info(addr))

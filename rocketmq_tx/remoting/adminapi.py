@@ -25,17 +25,23 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import javaproperties
+
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.msgid import decode_offset_msg_id, unique_key_time
 from rocketmq_tx.common.route import TopicConfig, TopicRouteData
+from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.adminbodies import (
     ConsumerConnection,
     ConsumeStats,
+    KVTable,
     OffsetWrapper,
+    ProducerConnection,
     ResetOffsetBody,
+    SetMessageRequestModeRequestBody,
     TopicStatsTable,
 )
 from rocketmq_tx.remoting.api import (
@@ -48,19 +54,31 @@ from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
 from rocketmq_tx.remoting.codes import RequestCode, ResponseCode
 from rocketmq_tx.remoting.command import RemotingCommand
 from rocketmq_tx.remoting.errors import MQBrokerError, RemotingCommandError, RemotingError
+from rocketmq_tx.remoting.headers.acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
 from rocketmq_tx.remoting.headers.admin import (
     CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
     ResetOffsetRequestHeader,
 )
 from rocketmq_tx.remoting.headers.client import QueryMessageResponseHeader
 from rocketmq_tx.remoting.headers.namesrv import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     PutKVConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 
 # The plan vocabulary is shared with the send path; re-exported here for the admin drivers.
@@ -93,6 +111,8 @@ __all__ = [
     "reset_offset_request",
     "parse_reset_offset_response",
     "parse_query_message_response",
+    "properties_text",
+    "parse_properties_response",
     # plans
     "examine_broker_cluster_info",
     "fetch_master_addr_by_cluster_name",
@@ -112,6 +132,24 @@ __all__ = [
     "reset_offset_by_timestamp",
     "reset_offset_by_timestamp_old",
     "reset_offset_new",
+    "get_broker_config",
+    "update_broker_config",
+    "fetch_broker_runtime_stats",
+    "get_name_server_config",
+    "update_name_server_config",
+    "create_and_update_kv_config",
+    "delete_kv_config",
+    "wipe_write_perm_of_broker",
+    "add_write_perm_of_broker",
+    "create_and_update_subscription_group_config",
+    "delete_subscription_group",
+    "examine_producer_connection_info",
+    "set_message_request_mode",
+    "AclVersionInfo",
+    "create_and_update_plain_access_config",
+    "delete_plain_access_config",
+    "update_global_white_addrs_config",
+    "examine_broker_cluster_acl_version_info",
 ]
 
 T = TypeVar("T")
@@ -465,14 +503,20 @@ def examine_consume_stats(group: str, topic: str | None = None) -> Plan[ConsumeS
     return merged
 
 
-def examine_consumer_connection_info(group: str) -> Plan[ConsumerConnection]:
+def examine_consumer_connection_info(group: str, addr: str | None = None) -> Plan[ConsumerConnection]:
     """
     The group's connected clients and subscriptions, from a broker of its retry topic (every
-    broker gets every client's heartbeat; Java asks one at random, here the first that answers).
+    broker gets every client's heartbeat; Java asks one at random, here the first that answers),
+    or from the broker at *addr* (mqadmin ``consumerConnection -b``).
 
     :raises MQBrokerError: CONSUMER_NOT_ONLINE (206) from the broker.
     :raises MQClientError: CONSUMER_NOT_ONLINE when the answer lists no connection.
     """
+    if addr is not None:
+        connection = parse_consumer_connection_response((yield Call(addr, consumer_connection_request(group))))
+        if not connection.connection_set:
+            raise MQClientError("Not found the consumer group connection", ResponseCode.CONSUMER_NOT_ONLINE)
+        return connection
     route = yield from examine_topic_route_info(_retry_topic(group))
     error: Exception | None = None
     for _, addr in _broker_addrs(route):
@@ -639,3 +683,174 @@ def reset_offset_new(topic: str, group: str, timestamp_ms: int) -> Plan[dict[Mes
             raise
     stats = yield from reset_offset_by_timestamp_old(topic, group, timestamp_ms, True)
     return {MessageQueue(topic, s.broker_name, s.queue_id): s.rollback_offset for s in stats}
+
+
+# --------------------------------------------------------------------------- configuration and permissions
+
+def properties_text(properties: dict[str, str]) -> bytes:
+    """A ``key=value`` line per entry, the body UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG carry
+    (Java ``MixAll.properties2String``, which escapes nothing either)."""
+    for key, value in properties.items():
+        if any(c in key + value for c in "\r\n") or "=" in key:
+            raise ValueError(f"a config key or value may hold no line break (and a key no '='): {key!r}")
+    return "".join(f"{k}={v}\n" for k, v in properties.items()).encode("utf-8")
+
+
+def parse_properties_response(response: RemotingCommand, what: str = "properties") -> dict[str, str]:
+    """GET_BROKER_CONFIG / GET_NAMESRV_CONFIG's body: properties text (Java's ``string2Properties``)."""
+    check_response(response)
+    try:
+        return dict(javaproperties.loads(response.body.decode("utf-8"))) if response.body else {}
+    except (ValueError, UnicodeDecodeError) as e:
+        raise MQBrokerError(response.code, f"malformed {what} body: {e}") from None
+
+
+def get_broker_config(addr: str) -> Plan[dict[str, str]]:
+    """Every setting of the broker at *addr* (GET_BROKER_CONFIG, 26; mqadmin ``getBrokerConfig``)."""
+    return parse_properties_response((yield Call(addr, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG))),
+                                     "broker config")
+
+
+def update_broker_config(addr: str, properties: dict[str, str]) -> Plan[None]:
+    """Change settings of the broker at *addr* at run time (UPDATE_BROKER_CONFIG, 25)."""
+    request = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, body=properties_text(properties))
+    check_response((yield Call(addr, request)))
+
+
+def fetch_broker_runtime_stats(addr: str) -> Plan[dict[str, str]]:
+    """The broker's runtime figures (GET_BROKER_RUNTIME_INFO, 28; mqadmin ``brokerStatus``)."""
+    response = yield Call(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
+    return _decoded(response, "KVTable", KVTable.from_json).table
+
+
+def get_name_server_config(addrs: Iterable[str]) -> Plan[dict[str, dict[str, str]]]:
+    """Each name server's settings, by address (GET_NAMESRV_CONFIG, 319; mqadmin ``getNamesrvConfig``)."""
+    addrs = list(addrs)
+    results = yield [Call(a, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)) for a in addrs]
+    return {a: parse_properties_response(_ok_or_raise(r), "name server config") for a, r in zip(addrs, results)}
+
+
+def update_name_server_config(addrs: Iterable[str], properties: dict[str, str]) -> Plan[None]:
+    """Change settings of every name server of *addrs* (UPDATE_NAMESRV_CONFIG, 318)."""
+    body = properties_text(properties)
+    results = yield [Call(a, RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)) for a in addrs]
+    for result in results:
+        _ok_or_raise(result)
+
+
+def create_and_update_kv_config(addrs: Iterable[str], namespace: str, key: str, value: str) -> Plan[None]:
+    """PUT_KV_CONFIG on every name server (mqadmin ``updateKvConfig``)."""
+    results = yield [Call(a, put_kv_config_request(namespace, key, value)) for a in addrs]
+    for result in results:
+        _ok_or_raise(result)
+
+
+def delete_kv_config(addrs: Iterable[str], namespace: str, key: str) -> Plan[None]:
+    """DELETE_KV_CONFIG on every name server (mqadmin ``deleteKvConfig``)."""
+    results = yield [Call(a, delete_kv_config_request(namespace, key)) for a in addrs]
+    for result in results:
+        _ok_or_raise(result)
+
+
+def wipe_write_perm_of_broker(addr: str, broker_name: str) -> Plan[int]:
+    """Take write permission from *broker_name*'s topics in the name server at *addr*; how many topics."""
+    request = RemotingCommand.request(RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+                                      WipeWritePermOfBrokerRequestHeader(broker_name).to_ext_fields())
+    response = check_response((yield Call(addr, request)))
+    return WipeWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).wipe_topic_count
+
+
+def add_write_perm_of_broker(addr: str, broker_name: str) -> Plan[int]:
+    """Give write permission back to *broker_name*'s topics in the name server at *addr*; how many topics."""
+    request = RemotingCommand.request(RequestCode.ADD_WRITE_PERM_OF_BROKER,
+                                      AddWritePermOfBrokerRequestHeader(broker_name).to_ext_fields())
+    response = check_response((yield Call(addr, request)))
+    return AddWritePermOfBrokerResponseHeader.from_ext_fields(response.ext_fields).add_topic_count
+
+
+# --------------------------------------------------------------------------- plans: subscription groups
+
+def create_and_update_subscription_group_config(addr: str, config: SubscriptionGroupConfig) -> Plan[None]:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) on the broker at *addr* (mqadmin ``updateSubGroup``)."""
+    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                                      body=fastjson.dumps(config.to_json()))
+    check_response((yield Call(addr, request)))
+
+
+def delete_subscription_group(addr: str, group: str, remove_offset: bool = False) -> Plan[None]:
+    """
+    DELETE_SUBSCRIPTIONGROUP (207) on the broker at *addr*. The flag goes under both of its
+    names (4.x ``removeOffset``, 5.x ``cleanOffset``); each broker reads its own.
+    """
+    header = DeleteSubscriptionGroupRequestHeader(group, remove_offset, remove_offset)
+    check_response((yield Call(addr, RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                                                             header.to_ext_fields()))))
+
+
+def examine_producer_connection_info(group: str, topic: str) -> Plan[ProducerConnection]:
+    """The producers of *group* connected to a broker of *topic* (GET_PRODUCER_CONNECTION_LIST, 204)."""
+    route = yield from examine_topic_route_info(topic)
+    merged = ProducerConnection()
+    request = GetProducerConnectionListRequestHeader(group).to_ext_fields()
+    for _, addr in _broker_addrs(route):
+        response = yield Call(addr, RemotingCommand.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, dict(request)))
+        merged.connection_set += _decoded(response, "ProducerConnection", ProducerConnection.from_json).connection_set
+    return merged
+
+
+def set_message_request_mode(addr: str, topic: str, group: str, mode: str, pop_share_queue_num: int = 0
+                             ) -> Plan[None]:
+    """SET_MESSAGE_REQUEST_MODE (401, 5.x): how *group* consumes *topic* on the broker at *addr* (PULL / POP)."""
+    body = SetMessageRequestModeRequestBody(topic, group, mode, pop_share_queue_num)
+    request = RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, body=fastjson.dumps(body.to_json()))
+    check_response((yield Call(addr, request)))
+
+
+# --------------------------------------------------------------------------- plans: ACL 1.0 accounts
+
+@dataclass(slots=True)
+class AclVersionInfo:
+    """
+    Java ``ClusterAclVersionInfo``: who answered GET_BROKER_CLUSTER_ACL_INFO and the
+    ``DataVersion`` (``counter``, ``timestamp``) of each of its ACL files, by path.
+    """
+
+    cluster_name: str | None
+    broker_name: str | None
+    broker_addr: str | None
+    all_acl_config_data_version: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def create_and_update_plain_access_config(addr: str, header: CreateAccessConfigRequestHeader) -> Plan[None]:
+    """UPDATE_AND_CREATE_ACL_CONFIG (50) on the broker at *addr* (mqadmin ``updateAclConfig``)."""
+    request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header.to_ext_fields())
+    check_response((yield Call(addr, request)))
+
+
+def delete_plain_access_config(addr: str, access_key: str) -> Plan[None]:
+    """DELETE_ACL_CONFIG (51) on the broker at *addr* (mqadmin ``deleteAclConfig``)."""
+    request = RemotingCommand.request(RequestCode.DELETE_ACL_CONFIG,
+                                      DeleteAccessConfigRequestHeader(access_key).to_ext_fields())
+    check_response((yield Call(addr, request)))
+
+
+def update_global_white_addrs_config(addr: str, global_white_addrs: str, acl_file_full_path: str | None = None
+                                     ) -> Plan[None]:
+    """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) on the broker at *addr* (mqadmin ``updateGlobalWhiteAddr``)."""
+    header = UpdateGlobalWhiteAddrsConfigRequestHeader(global_white_addrs, acl_file_full_path)
+    request = RemotingCommand.request(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header.to_ext_fields())
+    check_response((yield Call(addr, request)))
+
+
+def examine_broker_cluster_acl_version_info(addr: str) -> Plan[AclVersionInfo]:
+    """GET_BROKER_CLUSTER_ACL_INFO (52): the broker's ACL files and their versions (``clusterAclConfigVersion``)."""
+    response = check_response((yield Call(addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO))))
+    try:
+        header = GetBrokerAclConfigResponseHeader.from_ext_fields(response.ext_fields)
+        versions = fastjson.loads(header.all_acl_file_version) if header.all_acl_file_version else {}
+        if not isinstance(versions, dict) or not all(isinstance(v, dict) for v in versions.values()):
+            raise ValueError("allAclFileVersion is not a map of DataVersion objects")
+    except (RemotingCommandError, ValueError) as e:
+        raise MQBrokerError(response.code, f"malformed GET_BROKER_CLUSTER_ACL_INFO response: {e}") from None
+    return AclVersionInfo(header.cluster_name, header.broker_name, header.broker_addr,
+                          {str(k): dict(v) for k, v in versions.items()})

@@ -1,7 +1,7 @@
 """
 The layering rules of docs/architecture.md, checked mechanically.
 
-``remoting``, ``common``, ``blocking``, ``store``, ``spark``, ``acl`` and ``filter`` must not
+``remoting``, ``common``, ``blocking``, ``store``, ``spark``, ``acl``, ``filter`` and ``admin`` must not
 import Twisted; ``store`` must not reach into the network or server layers; ``filter`` (the
 SQL92 filters) imports nothing but the standard library and ``common``. Two checks: a static scan of
 every import statement, and a fresh interpreter that imports the packages and looks at
@@ -19,12 +19,14 @@ from pathlib import Path
 from twisted.trial.unittest import SynchronousTestCase
 
 PACKAGE = Path(__file__).resolve().parent.parent
-TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark", "acl", "filter")
+TWISTED_FREE = ("remoting", "common", "blocking", "store", "spark", "acl", "filter", "admin")
 #: package -> module prefixes it must not import
 FORBIDDEN = {
     **{pkg: ("twisted", "rocketmq_tx.net") for pkg in TWISTED_FREE},
     # The Twisted client builds on the shared request code, never the other way round.
     **{pkg: ("twisted", "rocketmq_tx.net", "rocketmq_tx.client") for pkg in ("remoting", "common", "blocking")},
+    # rocketmq-tx-admin is a blocking-client program: no reactor, no server code.
+    "admin": ("twisted", "rocketmq_tx.net", "rocketmq_tx.client", "rocketmq_tx.broker", "rocketmq_tx.namesrv"),
     "store": ("twisted", "rocketmq_tx.net", "rocketmq_tx.remoting", "rocketmq_tx.broker", "rocketmq_tx.namesrv",
               "rocketmq_tx.client"),
     "spark": ("twisted", "rocketmq_tx.net", "rocketmq_tx.broker", "rocketmq_tx.namesrv", "rocketmq_tx.client"),
