@@ -22,7 +22,8 @@ import javaharness as jh
 
 from rocketmq_tx.blocking.client import BlockingMQClient
 
-__all__ = ["JavaHome", "JavaCluster", "start_namesrv", "start_broker", "java_cluster", "mqadmin", "free_port_block"]
+__all__ = ["JavaHome", "JavaCluster", "start_namesrv", "start_broker", "java_cluster", "mqadmin", "mqadmin_batch",
+           "free_port_block"]
 
 # Logs go to stderr (captured per process in the home directory) at WARN, or at the
 # level given by -Dcompat.log.level.
@@ -89,7 +90,7 @@ def _spawn(classpath: str, main: str, args: Sequence[str], home: JavaHome, ready
     with open(err, "wb") as stderr:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                 cwd=str(home.root), env=home.env(), start_new_session=True)
-    jp = jh.JavaProcess(proc, argv, err)
+    jp = jh.JavaProcess(proc, argv, err, stdin_eof_exits=False)
     try:
         jp.wait_for(ready, timeout)
     except BaseException:
@@ -154,6 +155,26 @@ def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float 
     return out.stdout.splitlines()
 
 
+def mqadmin_batch(classpath: str, commands: Sequence[Sequence[str]], home: JavaHome, timeout: float = 240.0,
+                  props: Mapping[str, str] | None = None) -> list[list[str]]:
+    """Several mqadmin commands, in order, in one JVM (compat-tests' AdminBatch: the official
+    MQAdminStartup.main0 once per command); returns each command's stdout lines. A JVM costs
+    ~3 s per mqadmin run, mostly its Netty threads' quiet period at exit, a command ~0.1 s."""
+    import json
+    import subprocess
+
+    argv = ["java", *home.jvm_args(), "-XX:TieredStopAtLevel=1", *_props(props), "-cp", classpath,
+            "rocketmq.compat.AdminBatch"]
+    text = "".join("\t".join(args) + "\n" for args in commands)
+    out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=timeout, cwd=str(home.root),
+                         env=home.env())
+    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or not results or results[-1] != {"done": True} or len(results) != len(commands) + 1:
+        raise RuntimeError(f"AdminBatch {[list(c) for c in commands]} exited {out.returncode}:\n"
+                           f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return [result["out"].splitlines() for result in results[:-1]]
+
+
 @dataclass
 class JavaCluster:
     """A Java name server and one broker on a given store directory."""
@@ -167,6 +188,10 @@ class JavaCluster:
     def stop_broker(self) -> int | None:
         """SIGTERM, so the broker's shutdown hook flushes and removes the abort file."""
         return self.broker.stop(grace=30)
+
+    def discard(self) -> None:
+        """Both processes killed at once (see JavaProcess.discard): the store is thrown away."""
+        jh.stop_together(self.broker.discard, self.namesrv.discard)
 
 
 def wait_for_registration(namesrv_addr: str, timeout: float = 60.0) -> None:
@@ -187,8 +212,11 @@ def wait_for_registration(namesrv_addr: str, timeout: float = 60.0) -> None:
 @contextlib.contextmanager
 def java_cluster(classpath: str, store_root: Path, *, commitlog_size: int = 1 << 20,
                  extra: Mapping[str, str] | None = None, port: int | None = None,
-                 jvm_extra: Sequence[str] = ()) -> Iterator[JavaCluster]:
-    """A Java name server and broker ``compat-broker`` (cluster ``CompatCluster``) on *store_root*."""
+                 jvm_extra: Sequence[str] = (), graceful: bool = True) -> Iterator[JavaCluster]:
+    """A Java name server and broker ``compat-broker`` (cluster ``CompatCluster``) on *store_root*.
+
+    On exit the broker stops with SIGTERM (its store is complete: no abort file) and then the name
+    server; ``graceful=False``, for a store nobody reads afterwards, kills both at once instead."""
     namesrv, namesrv_addr, home = start_namesrv(classpath, label="java-cluster")
     broker = None
     try:
@@ -198,6 +226,9 @@ def java_cluster(classpath: str, store_root: Path, *, commitlog_size: int = 1 <<
         wait_for_registration(namesrv_addr)
         yield JavaCluster(namesrv, broker, namesrv_addr, int(broker_addr.rsplit(":", 1)[1]), home)
     finally:
-        if broker is not None:
-            broker.stop(grace=30)
-        namesrv.stop()
+        if not graceful:
+            jh.stop_together(*([broker.discard] if broker is not None else []), namesrv.discard)
+        else:
+            if broker is not None:
+                broker.stop(grace=30)
+            namesrv.stop()

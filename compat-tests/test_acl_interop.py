@@ -234,9 +234,7 @@ def java(java_classpath_4):
         tb.wait_topic_route(ns_addr, TOPICS[-1], ["java-acl"])
         yield dict(addr=addr, namesrv=ns_addr, ns=ns, home=home, cp=java_classpath_4)
     finally:
-        if broker is not None:
-            broker.stop(grace=30)
-        ns.stop()
+        jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
 
 
 # --------------------------------------------------------------------------- the official clients (AclPeer)
