@@ -158,8 +158,8 @@ def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float 
 def mqadmin_batch(classpath: str, commands: Sequence[Sequence[str]], home: JavaHome, timeout: float = 240.0,
                   props: Mapping[str, str] | None = None) -> list[list[str]]:
     """Several mqadmin commands, in order, in one JVM (compat-tests' AdminBatch: the official
-    MQAdminStartup.main0 once per command); returns each command's stdout lines. A JVM costs
-    ~3 s per mqadmin run, mostly its Netty threads' quiet period at exit, a command ~0.1 s."""
+    MQAdminStartup.main0 once per command); returns each command's stdout lines. An mqadmin JVM
+    costs 3-4 s, mostly idle (about 1 s of CPU), a command inside one a fraction of a second."""
     import json
     import subprocess
 
