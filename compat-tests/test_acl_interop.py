@@ -866,7 +866,7 @@ def test_mqadmin_acl_commands_and_java_reads_the_file(tx_admin, java, java_class
         assert _without_timestamp(plain.read_text()) == _without_timestamp(java_file.read_text()), \
             (plain.read_text(), java_file.read_text())
     finally:
-        reader.stop(grace=30)
+        reader.discard()  # its home and store are removed next
         shutil.rmtree(reader_home.root, ignore_errors=True)
 
 
