@@ -156,23 +156,36 @@ def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float 
 
 
 def mqadmin_batch(classpath: str, commands: Sequence[Sequence[str]], home: JavaHome, timeout: float = 240.0,
-                  props: Mapping[str, str] | None = None) -> list[list[str]]:
+                  props: Mapping[str, str] | None = None, retry_timeouts: bool = False) -> list[list[str]]:
     """Several mqadmin commands, in order, in one JVM (compat-tests' AdminBatch: the official
     MQAdminStartup.main0 once per command); returns each command's stdout lines. An mqadmin JVM
-    costs 3-4 s, mostly idle (about 1 s of CPU), a command inside one a fraction of a second."""
+    costs 3-4 s, mostly idle (about 1 s of CPU), a command inside one a fraction of a second.
+
+    *retry_timeouts* (for read-only commands): a command that failed with mqadmin's
+    RemotingTimeoutException (its 3 s budget includes a cold JVM's first calls, which a loaded
+    machine can exceed) runs once more, in a second JVM; a second timeout stays a failure."""
     import json
     import subprocess
 
-    argv = ["java", *home.jvm_args(), "-XX:TieredStopAtLevel=1", *_props(props), "-cp", classpath,
-            "rocketmq.compat.AdminBatch"]
-    text = "".join("\t".join(args) + "\n" for args in commands)
-    out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=timeout, cwd=str(home.root),
-                         env=home.env())
-    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    if out.returncode != 0 or not results or results[-1] != {"done": True} or len(results) != len(commands) + 1:
-        raise RuntimeError(f"AdminBatch {[list(c) for c in commands]} exited {out.returncode}:\n"
-                           f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
-    return [result["out"].splitlines() for result in results[:-1]]
+    def run(batch: Sequence[Sequence[str]]) -> list[dict]:
+        argv = ["java", *home.jvm_args(), "-XX:TieredStopAtLevel=1", *_props(props), "-cp", classpath,
+                "rocketmq.compat.AdminBatch"]
+        text = "".join("\t".join(args) + "\n" for args in batch)
+        out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=timeout,
+                             cwd=str(home.root), env=home.env())
+        results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+        if out.returncode != 0 or len(results) != len(batch) + 1 or results[-1] != {"done": True}:
+            raise RuntimeError(f"AdminBatch {[list(c) for c in batch]} exited {out.returncode}:\n"
+                               f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        return results[:-1]
+
+    results = run(commands)
+    if retry_timeouts:
+        again = [i for i, r in enumerate(results) if "RemotingTimeoutException" in r["err"]]
+        if again:
+            for i, result in zip(again, run([commands[i] for i in again]), strict=True):
+                results[i] = result
+    return [result["out"].splitlines() for result in results]
 
 
 @dataclass

@@ -101,9 +101,9 @@ def wait_until_agreed(tx: str, java: str, timeout: float = 60.0) -> None:
             time.sleep(0.2)  # polling remote state, bounded by the deadline
 
 
-def admin_batch(cluster: dict, *commands: tuple[str, ...]) -> list[list[str]]:
+def admin_batch(cluster: dict, *commands: tuple[str, ...], read_only: bool = False) -> list[list[str]]:
     """Several mqadmin commands in one JVM (rj.mqadmin_batch), in order."""
-    return rj.mqadmin_batch(cluster["classpath"], commands, cluster["home"])
+    return rj.mqadmin_batch(cluster["classpath"], commands, cluster["home"], retry_timeouts=read_only)
 
 
 def test_mqadmin_same_answers(cluster):
@@ -112,7 +112,8 @@ def test_mqadmin_same_answers(cluster):
     wait_until_agreed(tx, java)
     # The read-only commands, each against both name servers, in one JVM.
     read_only = [("clusterList",), ("topicList",), ("topicRoute", "-t", "TBW102"), ("getNamesrvConfig",)]
-    answers = admin_batch(cluster, *[(cmd[0], "-n", addr, *cmd[1:]) for cmd in read_only for addr in (tx, java)])
+    answers = admin_batch(cluster, *[(cmd[0], "-n", addr, *cmd[1:]) for cmd in read_only for addr in (tx, java)],
+                          read_only=True)
     (tx_clusters, java_clusters, tx_topics, java_topics, tx_route, java_route,
      tx_config, java_config) = answers
     assert normalized_cluster_list(tx_clusters) == normalized_cluster_list(java_clusters)

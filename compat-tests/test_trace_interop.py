@@ -93,7 +93,7 @@ def run_peers(cp: str, targets: dict, topic: str, pg: str, cg: str, kinds: dict,
     # Every server's query in one mqadmin JVM (a JVM costs seconds, a query a fraction of one).
     queries = [("queryMsgTraceById", "-n", server["namesrv"], "-i", result[kind]["first"],
                 *(("-t", trace_topic) if trace_topic else ())) for kind, server in targets.items()]
-    outs = rj.mqadmin_batch(cp, queries, next(iter(targets.values()))["home"])
+    outs = rj.mqadmin_batch(cp, queries, next(iter(targets.values()))["home"], retry_timeouts=True)
     for kind, out in zip(targets, outs, strict=True):
         result[kind]["mqadmin"] = out
     return result
