@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -121,8 +122,27 @@ def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broke
                  jvm_extra: Sequence[str] = ()) -> tuple[jh.JavaProcess, str, JavaHome]:
     """The Java broker registered with *namesrv_addr*; returns (process, "127.0.0.1:port", home)."""
     home = home or JavaHome(label)
-    port = port or free_port_block()
     store = store_root or home.root / "store"
+    # A port block picked here can be taken by another process's outgoing connection (an ephemeral
+    # port) before the broker binds it: then, on a store this start created, a new block, twice more.
+    retries = 2 if port is None and not store.exists() else 0
+    while True:
+        chosen = port or free_port_block()
+        try:
+            proc = _start_broker(classpath, namesrv_addr, chosen, store, broker_name, cluster, extra, home, props,
+                                 commitlog_size, jvm_extra)
+        except jh.JavaStartError as e:
+            if retries and "Address already in use" in str(e):
+                retries -= 1
+                shutil.rmtree(store, ignore_errors=True)
+                continue
+            raise
+        return proc, f"127.0.0.1:{chosen}", home
+
+
+def _start_broker(classpath: str, namesrv_addr: str, port: int, store: Path, broker_name: str, cluster: str,
+                  extra: Mapping[str, str] | None, home: JavaHome, props: Mapping[str, str] | None,
+                  commitlog_size: int, jvm_extra: Sequence[str]) -> jh.JavaProcess:
     settings = {
         "brokerClusterName": cluster, "brokerName": broker_name, "brokerId": "0", "brokerIP1": "127.0.0.1",
         "listenPort": str(port), "haListenPort": str(port + 1), "namesrvAddr": namesrv_addr,
@@ -136,9 +156,8 @@ def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broke
     settings.update(extra or {})
     conf = home.root / "broker.conf"
     conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    proc = _spawn(classpath, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf)], home,
+    return _spawn(classpath, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf)], home,
                   r"boot success", props=props, jvm_extra=jvm_extra)
-    return proc, f"127.0.0.1:{port}", home
 
 
 def mqadmin(classpath: str, args: Sequence[str], home: JavaHome, timeout: float = 120.0,
