@@ -332,9 +332,10 @@ class JavaProcess:
 
     def discard(self) -> int | None:
         """SIGKILL at once, for a server whose store nobody reads afterwards (a fixture's teardown):
-        a graceful JVM stop costs 3-10 s (shutdown hooks, Netty quiet periods, the store's flush)
-        and proves nothing there. Idempotent; after stop() it changes nothing. Its stderr log goes
-        as after a clean stop when the process was still running (it had not failed)."""
+        a graceful stop costs 3-15 s per server JVM (a broker's shutdown hook joins its service
+        threads one after another) and proves nothing there. Idempotent; after stop() it changes
+        nothing. Its stderr log goes as after a clean stop when the process was still running (it
+        had not failed)."""
         proc = self.proc
         running = proc.poll() is None
         if running:
