@@ -16,6 +16,7 @@ green by skipping.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
@@ -29,7 +30,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -231,8 +232,11 @@ def _tail(path: Path, n: int) -> str:
 class JavaProcess:
     """A running Java program with its stdout read line by line in the background."""
 
-    def __init__(self, proc: subprocess.Popen, argv: list[str], stderr_path: Path):
+    def __init__(self, proc: subprocess.Popen, argv: list[str], stderr_path: Path, stdin_eof_exits: bool = True):
         self.proc = proc
+        #: the harness programs (EchoServer, peers) exit when stdin closes; the official servers
+        #: (name server, broker, proxy) ignore it, and stop() sends them SIGTERM at once
+        self.stdin_eof_exits = stdin_eof_exits
         self.argv = argv
         self.stderr_path = stderr_path
         self.port: int | None = None
@@ -314,7 +318,7 @@ class JavaProcess:
                 if proc.stdin:
                     proc.stdin.close()
             try:
-                proc.wait(timeout=2.0)
+                proc.wait(timeout=2.0 if self.stdin_eof_exits else 0)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(signal.SIGTERM)
@@ -324,12 +328,30 @@ class JavaProcess:
                     with contextlib.suppress(ProcessLookupError):
                         proc.kill()
                     proc.wait(timeout=grace)
+        return self._reap(proc.returncode in (0, -signal.SIGTERM, 128 + signal.SIGTERM))
+
+    def discard(self) -> int | None:
+        """SIGKILL at once, for a server whose store nobody reads afterwards (a fixture's teardown):
+        a graceful stop costs 3-15 s per server JVM (a broker's shutdown hook joins its service
+        threads one after another) and proves nothing there. Idempotent; after stop() it changes
+        nothing. Its stderr log goes as after a clean stop when the process was still running (it
+        had not failed)."""
+        proc = self.proc
+        running = proc.poll() is None
+        if running:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(timeout=STOP_GRACE)
+        return self._reap(running or proc.returncode in (0, -signal.SIGTERM, 128 + signal.SIGTERM))
+
+    def _reap(self, clean: bool) -> int | None:
+        proc = self.proc
         for stream in (proc.stdin, proc.stdout):
             with contextlib.suppress(OSError, ValueError):
                 if stream:
                     stream.close()
         self._reader.join(timeout=2)
-        if proc.returncode in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
+        if clean:
             with contextlib.suppress(OSError):
                 self.stderr_path.unlink()
         return proc.returncode
@@ -427,6 +449,18 @@ def run_java_parallel(jobs: Iterable[tuple[str, str, Sequence[str]]], timeout: f
         for jp in procs:
             jp.stop()
     return results
+
+
+def stop_together(*stops: Callable[[], object]) -> None:
+    """Run several stop callables at once (each JVM spends seconds stopping, and a teardown's
+    processes need no order when no store is reused); every one runs even if another raises,
+    and the first error is raised after all have finished."""
+    if not stops:
+        return
+    with concurrent.futures.ThreadPoolExecutor(len(stops)) as pool:
+        futures = [pool.submit(stop) for stop in stops]
+    for future in futures:
+        future.result()
 
 
 def free_port() -> int:

@@ -42,6 +42,10 @@ class Proxy:
     def stop(self) -> int | None:
         return self.process.stop(grace=30)
 
+    def discard(self) -> int | None:
+        """Killed at once (see JavaProcess.discard): the proxy keeps no state."""
+        return self.process.discard()
+
     def log_text(self) -> str:
         try:
             return self.process.stderr_path.read_text(errors="replace")

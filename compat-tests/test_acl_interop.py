@@ -234,9 +234,7 @@ def java(java_classpath_4):
         tb.wait_topic_route(ns_addr, TOPICS[-1], ["java-acl"])
         yield dict(addr=addr, namesrv=ns_addr, ns=ns, home=home, cp=java_classpath_4)
     finally:
-        if broker is not None:
-            broker.stop(grace=30)
-        ns.stop()
+        jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
 
 
 # --------------------------------------------------------------------------- the official clients (AclPeer)
@@ -868,7 +866,7 @@ def test_mqadmin_acl_commands_and_java_reads_the_file(tx_admin, java, java_class
         assert _without_timestamp(plain.read_text()) == _without_timestamp(java_file.read_text()), \
             (plain.read_text(), java_file.read_text())
     finally:
-        reader.stop(grace=30)
+        reader.discard()  # its home and store are removed next
         shutil.rmtree(reader_home.root, ignore_errors=True)
 
 

@@ -81,7 +81,7 @@ def cluster(request, tmp_path_factory):
         finally:
             server.stop()
     else:
-        with rj.java_cluster(tools, tmp / "store") as java:
+        with rj.java_cluster(tools, tmp / "store", graceful=False) as java:
             yield dict(kind=kind, tools=tools, namesrv=java.namesrv_addr, broker_addr=f"127.0.0.1:{java.port}",
                        broker="compat-broker", cluster="CompatCluster", home=java.home)
 

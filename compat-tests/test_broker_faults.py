@@ -28,6 +28,7 @@ import struct
 import threading
 import time
 
+import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
@@ -82,9 +83,7 @@ def java(java_classpath_4):
                 assert tb.send(conn, TOPIC, f"seed-{i}".encode(), 0).code == ResponseCode.SUCCESS
         yield dict(addr=addr)
     finally:
-        if broker is not None:
-            broker.stop(grace=30)
-        ns.stop()
+        jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
 
 
 def both(tx, java, fn):

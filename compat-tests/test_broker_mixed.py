@@ -55,14 +55,8 @@ def mixed(java_classpath_4, java_classpath_5, tmp_path_factory):
         problems = tb.broker_log_problems(tx_broker.log_text())
         assert not problems, "our broker logged errors:\n" + "\n".join(problems)
     finally:
-        if java_broker is not None:
-            java_broker.stop(grace=30)
-        if tx_broker is not None:
-            tx_broker.stop()
-        if java5_ns is not None:
-            java5_ns.stop()
-        java_ns.stop()
-        tx_ns_proc.stop()
+        jh.stop_together(*[p.discard for p in (java_broker, java5_ns, java_ns) if p is not None],
+                         *([tx_broker.stop] if tx_broker is not None else []), tx_ns_proc.stop)
 
 
 def admin(mixed, *args: str) -> list[str]:

@@ -12,6 +12,7 @@ TLS at our broker with the official Java 4.9.x clients (issue 7's broker-side pr
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import socket
@@ -90,8 +91,11 @@ def test_java_clients_permissive(java_classpath_4, tmp_path):
     proc = standalone(tmp_path / "store", "tls.server.mode=permissive")
     try:
         topic = f"TlsMixed{time.time_ns() % 100000}"
-        with_tls = produce_consume(java_classpath_4, proc, topic, JAVA_TEST_MODE)
-        plain = produce_consume(java_classpath_4, proc, topic + "p", ("-Dtls.enable=false",))
+        # Both clients at once (their own groups and topics): each run is mostly a wait for its consumer.
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            tls_run = pool.submit(produce_consume, java_classpath_4, proc, topic, JAVA_TEST_MODE)
+            plain_run = pool.submit(produce_consume, java_classpath_4, proc, topic + "p", ("-Dtls.enable=false",))
+        with_tls, plain = tls_run.result(), plain_run.result()
         for result in (with_tls, plain):
             assert result["send_ok"] == 20 and result["unique"] == 20 and result["missing"] == [], result
     finally:

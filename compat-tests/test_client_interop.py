@@ -73,9 +73,7 @@ def cluster(request, tmp_path_factory):
         wait_for_route(ns_addr, "TBW102")
         yield dict(version=target, classpath=classpath, namesrv=ns_addr, broker=broker_addr, home=home)
     finally:
-        if broker is not None:
-            broker.stop(grace=3)  # a 5.x broker takes ~15 s to stop cleanly; its store is thrown away anyway
-        ns.stop(grace=3)
+        jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
 
 
 def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> TopicRouteData:

@@ -5,6 +5,9 @@ that the committed byte vectors are exactly what VectorCapture produces."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import javaharness as jh
@@ -59,3 +62,43 @@ def test_vectors_are_reproducible(java_classpath_4, tmp_path):
         assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), f"{name} differs"
     for sidecar in (n for n in written if n.endswith(".json")):
         json.loads(Path(committed / sidecar).read_text())
+
+
+def _sleeper(tmp_path: Path, stdin_eof_exits: bool) -> jh.JavaProcess:
+    """A process that ignores stdin, as the official servers do, wrapped like a Java program."""
+    err = tmp_path / "sleeper.stderr"
+    err.write_text("log")
+    proc = subprocess.Popen(["sleep", "60"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    return jh.JavaProcess(proc, ["sleep", "60"], err, stdin_eof_exits=stdin_eof_exits)
+
+
+def test_server_stop_and_discard_do_not_wait(tmp_path: Path) -> None:
+    """stop() of a server that ignores stdin sends SIGTERM at once (no 2 s stdin wait); discard()
+    kills at once; either way a process that was running leaves no stderr log behind."""
+    server = _sleeper(tmp_path, stdin_eof_exits=False)
+    started = time.monotonic()
+    assert server.stop() == -signal.SIGTERM
+    assert time.monotonic() - started < 1.5
+    assert not server.stderr_path.exists()
+    killed = _sleeper(tmp_path, stdin_eof_exits=False)
+    assert killed.discard() == -signal.SIGKILL
+    assert not killed.stderr_path.exists()
+    assert killed.discard() == -signal.SIGKILL  # idempotent
+    harness = _sleeper(tmp_path, stdin_eof_exits=True)  # stop() gives it 2 s to end on stdin EOF
+    started = time.monotonic()
+    assert harness.stop() == -signal.SIGTERM
+    assert time.monotonic() - started >= 2.0
+
+
+def test_stop_together_runs_every_stop() -> None:
+    """Every stop runs even when another raises; the error is raised after all of them."""
+    done: list[str] = []
+
+    def failing() -> None:
+        done.append("failing")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        jh.stop_together(failing, lambda: done.append("other"))
+    assert sorted(done) == ["failing", "other"]
+    jh.stop_together()  # nothing to stop

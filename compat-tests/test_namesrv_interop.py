@@ -53,10 +53,7 @@ def cluster(java_peer, tmp_path_factory):
         wait_for_broker(java_addr, "broker-a")
         yield dict(version=version, classpath=classpath, tx=tx_addr, java=java_addr, broker=broker_addr, home=home)
     finally:
-        if broker is not None:
-            broker.stop()
-        java_ns.stop()
-        tx.stop()
+        jh.stop_together(*([broker.discard] if broker is not None else []), java_ns.discard, tx.stop)
 
 
 def wait_for_broker(addr: str, name: str, present: bool = True, timeout: float = 60.0) -> float:
@@ -104,45 +101,51 @@ def wait_until_agreed(tx: str, java: str, timeout: float = 60.0) -> None:
             time.sleep(0.2)  # polling remote state, bounded by the deadline
 
 
+def admin_batch(cluster: dict, *commands: tuple[str, ...], read_only: bool = False) -> list[list[str]]:
+    """Several mqadmin commands in one JVM (rj.mqadmin_batch), in order."""
+    return rj.mqadmin_batch(cluster["classpath"], commands, cluster["home"], retry_timeouts=read_only)
+
+
 def test_mqadmin_same_answers(cluster):
     """clusterList, topicList, topicRoute, getNamesrvConfig, KV and permission commands agree."""
     tx, java = cluster["tx"], cluster["java"]
     wait_until_agreed(tx, java)
-    assert normalized_cluster_list(admin(cluster, "clusterList", "-n", tx)) == \
-        normalized_cluster_list(admin(cluster, "clusterList", "-n", java))
-    assert sorted(admin(cluster, "topicList", "-n", tx)) == sorted(admin(cluster, "topicList", "-n", java))
-    assert admin(cluster, "topicRoute", "-n", tx, "-t", "TBW102") == \
-        admin(cluster, "topicRoute", "-n", java, "-t", "TBW102")
+    # The read-only commands, each against both name servers, in one JVM.
+    read_only = [("clusterList",), ("topicList",), ("topicRoute", "-t", "TBW102"), ("getNamesrvConfig",)]
+    answers = admin_batch(cluster, *[(cmd[0], "-n", addr, *cmd[1:]) for cmd in read_only for addr in (tx, java)],
+                          read_only=True)
+    (tx_clusters, java_clusters, tx_topics, java_topics, tx_route, java_route,
+     tx_config, java_config) = answers
+    assert normalized_cluster_list(tx_clusters) == normalized_cluster_list(java_clusters)
+    assert sorted(tx_topics) == sorted(java_topics)
+    assert tx_route == java_route
 
-    def config_keys(addr: str) -> dict[str, str]:
-        lines = admin(cluster, "getNamesrvConfig", "-n", addr)
+    def config_keys(lines: list[str]) -> dict[str, str]:
         return {m.group(1): m.group(2) for m in (re.match(r"(\S+)\s+=\s+(.*)$", line) for line in lines) if m}
 
-    ours, theirs = config_keys(tx), config_keys(java)
+    ours, theirs = config_keys(tx_config), config_keys(java_config)
     missing = set(theirs) - set(ours) - {"configBlackList"}  # 4.9.7 does not report its blacklist key
     assert not missing, missing
     for key in ("productEnvName", "clusterTest", "orderMessageEnable", "serverChannelMaxIdleTimeSeconds"):
         assert ours[key] == theirs[key], key
 
-    for addr in (tx, java):
-        admin(cluster, "updateKvConfig", "-n", addr, "-s", "compatNs", "-k", "k1", "-v", "v1")
+    admin_batch(cluster, *[("updateKvConfig", "-n", addr, "-s", "compatNs", "-k", "k1", "-v", "v1")
+                           for addr in (tx, java)])
     with BlockingRemotingClient() as client:
         def get(addr: str, key: str) -> tuple[int, str | None, str | None]:
             r = client.invoke(addr, RemotingCommand.request(RequestCode.GET_KV_CONFIG,
                                                             {"namespace": "compatNs", "key": key}))
             return r.code, r.ext_fields.get("value"), r.remark
         assert get(tx, "k1") == get(java, "k1") == (0, "v1", None)
-        for addr in (tx, java):
-            admin(cluster, "deleteKvConfig", "-n", addr, "-s", "compatNs", "-k", "k1")
+        admin_batch(cluster, *[("deleteKvConfig", "-n", addr, "-s", "compatNs", "-k", "k1") for addr in (tx, java)])
         assert get(tx, "k1") == get(java, "k1")
         assert get(tx, "k1")[0] == ResponseCode.QUERY_NOT_FOUND
 
-    def wipe(addr: str) -> list[str]:
-        # The count is compared below, on requests sent back to back.
-        return [re.sub(r"OK, \d+$", "OK, <n>", line.replace(addr, "<ns>"))
-                for line in admin(cluster, "wipeWritePerm", "-n", addr, "-b", "broker-a") if "wipe" in line]
-
-    assert wipe(tx) == wipe(java)
+    # The count is compared on requests sent back to back (one JVM, one after the other).
+    wiped = admin_batch(cluster, *[("wipeWritePerm", "-n", addr, "-b", "broker-a") for addr in (tx, java)])
+    ours_wipe, theirs_wipe = ([re.sub(r"OK, \d+$", "OK, <n>", line.replace(addr, "<ns>")) for line in lines
+                               if "wipe" in line] for addr, lines in zip((tx, java), wiped, strict=True))
+    assert ours_wipe == theirs_wipe
     # The broker re-registers now and then and may restore the permission (on both, but
     # seconds apart), so the effect is compared on requests sent back to back.
     with BlockingRemotingClient() as client:
@@ -193,7 +196,7 @@ def signalled_broker_leaves(classpath: str, namesrv: str, name: str, sig: int, t
     finally:
         if sig == signal.SIGSTOP:
             os.kill(broker.pid, signal.SIGCONT)
-        broker.stop()
+        broker.discard()  # its route is gone (or the test failed); nothing reads its store
 
 
 def test_killed_broker_leaves_at_once(java_classpath_4, expiring_namesrv):

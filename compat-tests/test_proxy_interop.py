@@ -69,15 +69,6 @@ def _fail(what: str, error: BaseException) -> None:
     pytest.fail(f"{what} did not start: {error}", pytrace=False)
 
 
-def stop_at_once(*stops) -> None:
-    """Stop a backend's processes together: each JVM takes seconds to shut down (the proxy's and
-    the broker's Netty groups wait out their quiet periods one after the other), and nothing here
-    needs an order (the proxy holds no state; stores are not reused)."""
-    with concurrent.futures.ThreadPoolExecutor(len(stops)) as pool:
-        for future in [pool.submit(stop) for stop in stops]:
-            future.result()
-
-
 def _proxy(classpath: str, namesrv: str, label: str) -> rp.Proxy:
     try:
         return rp.start_proxy(classpath, namesrv, CLUSTER, label=label)
@@ -100,7 +91,7 @@ def tx_backend(java_classpath_5: str, tmp_path_factory) -> Iterator[Backend]:
     try:
         yield Backend("tx", broker.namesrv, broker.addr, proxy, rj.JavaHome("proxy-tx-admin"), java_classpath_5)
     finally:
-        stop_at_once(proxy.stop, broker.stop)
+        jh.stop_together(proxy.discard, broker.stop)
 
 
 @pytest.fixture(scope="session")
@@ -114,12 +105,12 @@ def java_backend(java_classpath_5: str) -> Iterator[Backend]:
         rj.wait_for_registration(ns_addr)
         proxy = _proxy(java_classpath_5, ns_addr, "proxy-java")
     except BaseException:
-        stop_at_once(*([lambda: broker.stop(grace=30)] if broker is not None else []), namesrv.stop)
+        jh.stop_together(*([broker.discard] if broker is not None else []), namesrv.discard)
         raise
     try:
         yield Backend("java", ns_addr, broker_addr, proxy, home, java_classpath_5)
     finally:
-        stop_at_once(proxy.stop, lambda: broker.stop(grace=30), namesrv.stop)
+        jh.stop_together(proxy.discard, broker.discard, namesrv.discard)
 
 
 @dataclass
@@ -157,13 +148,13 @@ def java_broker_tx_namesrv(java_classpath_5: str, tmp_path_factory) -> Iterator[
         registered_at = time.time()
         proxy = _proxy(java_classpath_5, ns_addr, "proxy-mixed")
     except BaseException:
-        stop_at_once(*([lambda: broker.stop(grace=30)] if broker is not None else []), namesrv.stop)
+        jh.stop_together(*([broker.discard] if broker is not None else []), namesrv.stop)
         raise
     try:
         yield MixedBackend("java-on-tx-namesrv", ns_addr, broker_addr, proxy, home, java_classpath_5,
                            namesrv, broker, registered_at)
     finally:
-        stop_at_once(proxy.stop, lambda: broker.stop(grace=30), namesrv.stop)
+        jh.stop_together(proxy.discard, broker.discard, namesrv.stop)
 
 
 # --------------------------------------------------------------------------- helpers

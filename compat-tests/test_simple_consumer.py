@@ -51,7 +51,7 @@ def tx_cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def java_cluster(java_classpath_5, tmp_path_factory):
     with rj.java_cluster(java_classpath_5, tmp_path_factory.mktemp("simple-java") / "store",
-                         commitlog_size=64 << 20) as cluster:
+                         commitlog_size=64 << 20, graceful=False) as cluster:
         yield cluster.namesrv_addr, f"127.0.0.1:{cluster.port}", "compat-broker"
 
 

@@ -346,18 +346,29 @@ def test_examples_run(tx, tmp_path) -> None:
     expected = Counter(s["tags"] for s in sent)
     examples = Path(__file__).resolve().parent.parent / "examples" / "spark"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    out = subprocess.run([sys.executable, str(examples / "tag_counts_batch.py"), tx.namesrv, topic,
-                          str(tmp_path / "batch")], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert dict(line.split("\t") for line in out.stdout.splitlines() if "\t" in line) == \
+    # Both examples at once: each is its own Spark driver JVM whose start and stop are mostly waiting.
+    # Their output goes to files, so neither can stall on a full pipe while the other is awaited.
+    runs = {}
+    for script, name, more in (("tag_counts_batch.py", "batch", []), ("tag_counts_stream.py", "stream", ["--once"])):
+        with open(tmp_path / f"{name}.out", "w") as out, open(tmp_path / f"{name}.err", "w") as err:
+            runs[name] = subprocess.Popen([sys.executable, str(examples / script), tx.namesrv, topic,
+                                           str(tmp_path / name), *more], stdout=out, stderr=err, env=env, cwd=tmp_path)
+    try:
+        for run in runs.values():
+            run.wait(timeout=300)
+    finally:
+        for run in runs.values():
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    batch_out, stream_out = ((tmp_path / f"{name}.out").read_text() for name in ("batch", "stream"))
+    assert runs["batch"].returncode == 0, (tmp_path / "batch.err").read_text()[-3000:]
+    assert dict(line.split("\t") for line in batch_out.splitlines() if "\t" in line) == \
         {tag: str(n) for tag, n in expected.items()}
 
-    out = subprocess.run([sys.executable, str(examples / "tag_counts_stream.py"), tx.namesrv, topic,
-                          str(tmp_path / "stream"), "--once"], capture_output=True, text=True, timeout=300, env=env,
-                         cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
+    assert runs["stream"].returncode == 0, (tmp_path / "stream.err").read_text()[-3000:]
     streamed: Counter = Counter()
-    for line in out.stdout.splitlines():
+    for line in stream_out.splitlines():
         if line.startswith("batch ") and "\t" in line:
             tag, count = line.split(": ", 1)[1].split("\t")
             streamed[tag] += int(count)
@@ -397,7 +408,7 @@ def test_mutual_tls(spark, tmp_path) -> None:
 @pytest.mark.parametrize("version", ["4.9.8", "5.5.0"])
 def test_batch_read_from_java_broker(spark, version, tmp_path) -> None:
     classpath = jh.build_or_skip(jh.VERSION_KEYS[version])
-    with rj.java_cluster(classpath, tmp_path / "store") as cluster:
+    with rj.java_cluster(classpath, tmp_path / "store", graceful=False) as cluster:
         broker_name, topic = "compat-broker", "SparkJava"
         make_topic(f"127.0.0.1:{cluster.port}", cluster.namesrv_addr, topic, broker_name)
         sent = produce(cluster.namesrv_addr, topic, broker_name, 240)

@@ -170,9 +170,7 @@ def java5(java_classpath_5):
         fill(ns_addr, addr, "java5-sql")
         yield dict(namesrv=ns_addr, addr=addr)
     finally:
-        if broker is not None:
-            broker.stop(grace=30)
-        ns.stop()
+        jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
 
 
 @pytest.fixture(scope="module")
@@ -187,9 +185,7 @@ def java(java_classpath_4):
         fill(ns_addr, addr, "java-sql")
         yield dict(namesrv=ns_addr, addr=addr)
     finally:
-        if broker is not None:
-            broker.stop(grace=30)
-        ns.stop()
+        jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
 
 
 # --------------------------------------------------------------------------- the official clients

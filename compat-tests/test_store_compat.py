@@ -212,7 +212,8 @@ def python_written(tmp_path):
 def test_python_store_served_by_java_broker(python_written, java_peer):
     version, cp = java_peer
     root, expected, port = python_written
-    with java_cluster(cp, root, commitlog_size=COMMITLOG_SIZE, port=port) as cluster:
+    with java_cluster(cp, root, commitlog_size=COMMITLOG_SIZE, port=port,
+                      graceful=False) as cluster:
         lines = jh.run_java(cp, "StoreClient", ["consume", cluster.namesrv_addr, TOPIC], timeout=180)
         consumed = _events(lines, "msg")
         viewed = _events(jh.run_java(cp, "StoreClient", ["view", cluster.namesrv_addr, TOPIC,

@@ -73,7 +73,7 @@ def tx_cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def java_broker(cp5, tmp_path_factory):
     root = tmp_path_factory.mktemp("java-timer") / "store"
-    with rj.java_cluster(cp5, root, commitlog_size=COMMITLOG_SIZE, extra=SMALL) as cluster:
+    with rj.java_cluster(cp5, root, commitlog_size=COMMITLOG_SIZE, extra=SMALL, graceful=False) as cluster:
         yield cluster
 
 
@@ -176,6 +176,18 @@ def checkpoint(addr: str) -> tuple[int, ...]:
     return struct.unpack(">7q", response.body)
 
 
+def wait_checkpointed(addr: str, queue_offset: int, timeout: float = 30.0) -> tuple[int, ...]:
+    """The broker's timer checkpoint once it counts *queue_offset* timer messages enqueued (or at the
+    timeout: the caller asserts). Both brokers' flush services prepare it (every timerFlushIntervalMs)
+    after the enqueue, and write the timer files with it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        cp = checkpoint(addr)
+        if cp[2] >= queue_offset or time.monotonic() > deadline:
+            return cp
+        time.sleep(0.1)  # polling the flush service's progress, bounded by the deadline
+
+
 def metrics(addr: str) -> dict:
     with BlockingConnection(addr) as conn:
         response = conn.invoke(RemotingCommand.request(RequestCode.GET_TIMER_METRICS), 10)
@@ -244,8 +256,10 @@ def test_restart_and_kill9_keep_pending(cp5, tx_cluster):
     create_topic(broker.addr, namesrv, topic, broker.name)
     base = int(time.time() * 1000)
     specs = [f"r-a:deliver:{base + 25_000}", f"r-b:deliver:{base + 42_000}", "r-c:sec:47"]
+    enqueued = checkpoint(broker.addr)[2]  # the earlier tests' timers on this broker
     sent = produce(cp5, namesrv, topic, specs)
-    time.sleep(1.5)  # enqueued into the wheel and checkpointed (one flush interval) before the stop
+    # enqueued into the wheel and checkpointed before the stop
+    assert wait_checkpointed(broker.addr, enqueued + 3)[2] == enqueued + 3
     broker.stop()
     broker = state["broker"] = tb.restart(broker)
     assert time.time() * 1000 < base + 24_000, "the restart took too long for the test's timers"
@@ -267,13 +281,12 @@ def test_java_written_timer_store_taken_over(cp5, tmp_path):
     on time by our broker started on that store."""
     root = tmp_path / "store"
     base = 0
-    with rj.java_cluster(cp5, root, commitlog_size=COMMITLOG_SIZE, extra=SMALL) as cluster:
+    with rj.java_cluster(cp5, root, commitlog_size=COMMITLOG_SIZE, extra=SMALL, graceful=False) as cluster:
         create_topic(f"127.0.0.1:{cluster.port}", cluster.namesrv_addr, "TimerTakeover", "compat-broker")
         base = int(time.time() * 1000)
         specs = [f"t-a:deliver:{base + 40_000}", f"t-b:deliver:{base + 43_500}", "t-c:ms:46000"]
         sent = produce(cp5, cluster.namesrv_addr, "TimerTakeover", specs)
-        time.sleep(2.0)  # the Java broker's flush service writes the timer files every second
-        java_cp = checkpoint(f"127.0.0.1:{cluster.port}")
+        java_cp = wait_checkpointed(f"127.0.0.1:{cluster.port}", 3)
         cluster.stop_broker()
     for name in ("timerwheel", "timerlog", "config/timercheck", "config/timermetrics"):
         assert (root / name).exists(), name
@@ -324,12 +337,11 @@ def test_our_timer_store_taken_over_by_java(cp5, tmp_path):
         base = int(time.time() * 1000)
         specs = [f"j-a:deliver:{base + 45_000}", f"j-b:deliver:{base + 48_500}", "j-c:ms:51000"]
         sent = produce(cp5, namesrv, "TimerToJava", specs)
-        time.sleep(2.0)  # enqueued and flushed (every timerFlushIntervalMs)
-        assert checkpoint(broker.addr)[2] == 3
+        assert wait_checkpointed(broker.addr, 3)[2] == 3  # enqueued and checkpointed
     finally:
         broker.stop()
         ns_proc.stop()
-    with rj.java_cluster(cp5, root, commitlog_size=COMMITLOG_SIZE, extra=SMALL) as cluster:
+    with rj.java_cluster(cp5, root, commitlog_size=COMMITLOG_SIZE, extra=SMALL, graceful=False) as cluster:
         assert time.time() * 1000 < base + 44_000, "the takeover took too long for the test's timers"
         tb.wait_topic_route(cluster.namesrv_addr, "TimerToJava", ["compat-broker"])
         assert checkpoint(f"127.0.0.1:{cluster.port}")[2] == 3  # Java resumed from our checkpoint

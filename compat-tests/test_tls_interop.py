@@ -18,6 +18,7 @@ import sys
 import textwrap
 import time
 
+import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txharness as txh
@@ -63,7 +64,7 @@ def test_java_broker_registers_over_tls(java_classpath_4, tls_namesrv):
         assert not any("broker-tls" in line for line in plain), plain
         proc.wait_for("plaintext while TLS is enforced", timeout=10, start=seen)
     finally:
-        broker.stop()
+        broker.discard()
 
 
 def test_tx_clients_against_java_tls_namesrv(java_classpath_4):
@@ -95,7 +96,7 @@ def test_tx_clients_against_java_tls_namesrv(java_classpath_4):
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert "CODE 0" in out.stdout, out.stdout + out.stderr
     finally:
-        ns.stop()
+        ns.discard()
 
 
 def test_tx_producer_and_pull_over_tls_to_java(java_classpath_4):
@@ -131,6 +132,4 @@ def test_tx_producer_and_pull_over_tls_to_java(java_classpath_4):
             with pytest.raises(RemotingError):  # every name server refused (the route plan's error)
                 plain.fetch_queues(topic)
     finally:
-        if broker is not None:
-            broker.stop()
-        ns.stop()
+        jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)

@@ -69,7 +69,7 @@ def java(request, tmp_path_factory):
         finally:
             server.stop()
         return
-    with rj.java_cluster(classpath, store, extra={"traceTopicEnable": "true"}) as cluster:
+    with rj.java_cluster(classpath, store, extra={"traceTopicEnable": "true"}, graceful=False) as cluster:
         yield cluster, classpath
 
 

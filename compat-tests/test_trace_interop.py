@@ -63,9 +63,9 @@ def servers(java_classpath_4, java_classpath_5, tmp_path_factory):
                                  extra={"traceTopicEnable": "true"})
         stack.callback(tx.stop)
         java4 = stack.enter_context(rj.java_cluster(java_classpath_4, tmp / "java4-store",
-                                                    extra={"traceTopicEnable": "true"}))
+                                                    extra={"traceTopicEnable": "true"}, graceful=False))
         java5 = stack.enter_context(rj.java_cluster(java_classpath_5, tmp / "java5-store",
-                                                    extra={"traceTopicEnable": "true"}))
+                                                    extra={"traceTopicEnable": "true"}, graceful=False))
         yield {
             "tx": dict(namesrv=tx.namesrv, broker="tx-trace", home=rj.JavaHome("trace-tx")),
             "java4": dict(namesrv=java4.namesrv_addr, broker="compat-broker", home=java4.home),
@@ -83,16 +83,19 @@ def run_peers(cp: str, targets: dict, topic: str, pg: str, cg: str, kinds: dict,
             for kind, server in targets.items()]
     outputs = jh.run_java_parallel(jobs, timeout=240)
     result = {}
-    for (kind, server), lines in zip(targets.items(), outputs):
+    for kind, lines in zip(targets, outputs, strict=True):
         events = [json.loads(line) for line in lines if line.startswith("{")]
         assert events and events[-1] == {"event": "done"}, (kind, lines[-20:])
         sent = [e for e in events if e["event"] == "sent"]
         traces = {e["msgId"]: e["records"] for e in events if e["event"] == "trace"}
         consumed = {e["msgId"] for e in events if e["event"] == "consumed"}
-        first = sent[0]["msgId"]
-        args = ["queryMsgTraceById", "-n", server["namesrv"], "-i", first]
-        out = rj.mqadmin(cp, [*args, "-t", trace_topic] if trace_topic else args, server["home"])
-        result[kind] = dict(sent=sent, traces=traces, consumed=consumed, mqadmin=out, first=first)
+        result[kind] = dict(sent=sent, traces=traces, consumed=consumed, first=sent[0]["msgId"])
+    # Every server's query in one mqadmin JVM (a JVM costs seconds, a query a fraction of one).
+    queries = [("queryMsgTraceById", "-n", server["namesrv"], "-i", result[kind]["first"],
+                *(("-t", trace_topic) if trace_topic else ())) for kind, server in targets.items()]
+    outs = rj.mqadmin_batch(cp, queries, next(iter(targets.values()))["home"], retry_timeouts=True)
+    for kind, out in zip(targets, outs, strict=True):
+        result[kind]["mqadmin"] = out
     return result
 
 
@@ -217,7 +220,8 @@ def custom(java_classpath_4, tmp_path_factory):
     with contextlib.ExitStack() as stack:
         tx = tb.start_standalone(tmp / "tx-store", name="tx-trace-custom", cluster="TxTraceCluster", extra=extra)
         stack.callback(tx.stop)
-        java4 = stack.enter_context(rj.java_cluster(java_classpath_4, tmp / "java4-store", extra=extra))
+        java4 = stack.enter_context(rj.java_cluster(java_classpath_4, tmp / "java4-store", extra=extra,
+                                                    graceful=False))
         targets = {
             "tx": dict(namesrv=tx.namesrv, broker="tx-trace-custom", addr=tx.addr, home=rj.JavaHome("trace-custom")),
             "java4": dict(namesrv=java4.namesrv_addr, broker="compat-broker", addr=f"127.0.0.1:{java4.port}",

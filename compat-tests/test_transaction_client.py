@@ -57,7 +57,7 @@ def java(request, tmp_path_factory):
             server.stop()
         return
     classpath = request.getfixturevalue("java_classpath_5" if request.param == "5.5.0" else "java_classpath_4")
-    with rj.java_cluster(classpath, store, extra=BROKER_SETTINGS) as cluster:
+    with rj.java_cluster(classpath, store, extra=BROKER_SETTINGS, graceful=False) as cluster:
         yield cluster
 
 

@@ -386,7 +386,7 @@ def test_store_written_by_us_taken_over_by_java(tx_peer, java_peer, tmp_path: Pa
         assert broker.stop() in (0, -15)
         ns_proc.stop()
     with rj.java_cluster(cp, root, commitlog_size=TX_SETTINGS["mappedFileSizeCommitLog"], extra=JAVA_TX,
-                         port=port) as jc:
+                         port=port, graceful=False) as jc:
         tb.wait_topic_route(jc.namesrv_addr, topic, ["compat-broker"])
         _second_half(peer, f"j2{v}", jc.namesrv_addr, group, topic, v, "tx", pending)
         keys = Counter(m.keys[0] for m in stored(broker, topic))
