@@ -11,7 +11,8 @@ the connection silent (blackhole), close it (cut) or delay it.
   and are answered FLUSH_SLAVE_TIMEOUT (Java's GroupTransferService) until housekeeping drops
   the connection, then SLAVE_NOT_AVAILABLE (Java's ``isSlaveOK``: no connection); cut, the
   master sees the connection close and answers SLAVE_NOT_AVAILABLE at once. Healed, sends are
-  acknowledged again, each one in the slave's CommitLog when its answer arrives.
+  acknowledged again, each one in the slave's CommitLog when its answer arrives. The same
+  with a Java 4.9.7 SYNC_MASTER (our slave through the proxy): Java answers the same way.
 
 Timers are shortened so that a case fits in well under a minute: housekeeping 3 s, heartbeat
 1 s, slaveTimeout 1 s. Every wait polls remote state against a deadline.
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+import rocketmq_java as rj
 import txbroker as tb
 from netproxy import PartitionProxy
 from test_ha_interop import FILE, QUEUES, TX_MASTER, TX_SLAVE, _assert_commitlog_identical, _conn, _max_offset
@@ -131,51 +133,73 @@ def _acked_on_slave(master: str, slave: str, topic: str, count: int, tag: str) -
             assert _max_offset(slave) > phys, (tag, i)
 
 
+def _sync_partition(master_addr: str, master_log: Path, proxy: PartitionProxy, slave, slack: float) -> None:
+    """The SYNC_MASTER case against *master_addr*; *slack*: extra seconds a Java master's
+    GroupTransferService may take (it checks in 1 s steps)."""
+    topic = "HaPartS"
+    with _conn(master_addr) as conn:
+        assert tb.create_topic(conn, topic, 1).code == ResponseCode.SUCCESS
+        _poll("the slave acks", lambda: tb.send(conn, topic, b"first", 0).code == ResponseCode.SUCCESS)
+    _acked_on_slave(master_addr, slave.addr, topic, 50, "before")
+
+    # blackhole: the master keeps its connection until housekeeping (3 s of no report)
+    proxy.blackhole()
+    codes = []
+    with _conn(master_addr) as conn:
+        deadline = time.monotonic() + 20
+        while True:
+            r, took = _sync_send(conn, topic, b"blackholed-%d" % len(codes))
+            codes.append(r.code)
+            assert r.ext_fields.get("msgId"), r.ext_fields  # stored all the same
+            if r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT:
+                assert 0.9 < took < 2.5 + slack, took  # waited slaveTimeout (1 s)
+            if r.code == ResponseCode.SLAVE_NOT_AVAILABLE:
+                assert took < 0.5, took  # no connection: answered at once
+                break
+            assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT and time.monotonic() < deadline, codes
+        assert codes[0] == ResponseCode.FLUSH_SLAVE_TIMEOUT, codes
+        for i in range(10):  # the slave's reconnections are held by the blackhole: still none
+            assert tb.send(conn, topic, b"alone-%d" % i, 0).code == ResponseCode.SLAVE_NOT_AVAILABLE
+
+        # healed: acknowledged again once the slave has reconnected and caught up
+        proxy.heal()
+        _poll("acked after the blackhole", lambda: tb.send(conn, topic, b"probe", 0).code == ResponseCode.SUCCESS, 30)
+    _acked_on_slave(master_addr, slave.addr, topic, 50, "healed")
+
+    # cut: the master sees the connection close and stops waiting at once
+    proxy.cut()
+    with _conn(master_addr) as conn:
+        _poll("SLAVE_NOT_AVAILABLE after the cut",
+              lambda: tb.send(conn, topic, b"cut", 0).code == ResponseCode.SLAVE_NOT_AVAILABLE, 5 + slack)
+        proxy.heal()
+        _poll("acked after the cut", lambda: tb.send(conn, topic, b"probe", 0).code == ResponseCode.SUCCESS, 30)
+    _acked_on_slave(master_addr, slave.addr, topic, 50, "after-cut")
+    upto = _replicated(master_addr, slave.addr)
+    _assert_commitlog_identical(master_log, slave.store / "commitlog", upto)
+
+
 def test_sync_master_partition(namesrv, tmp_path):
     master, proxy, slave = _pair(tmp_path, namesrv, "ha-p2", "SYNC_MASTER")
-    topic = "HaPartS"
     try:
-        with _conn(master.addr) as conn:
-            assert tb.create_topic(conn, topic, 1).code == ResponseCode.SUCCESS
-            _poll("the slave acks", lambda: tb.send(conn, topic, b"first", 0).code == ResponseCode.SUCCESS)
-        _acked_on_slave(master.addr, slave.addr, topic, 50, "before")
-
-        # blackhole: the master keeps its connection until housekeeping (3 s of no report)
-        proxy.blackhole()
-        codes = []
-        with _conn(master.addr) as conn:
-            deadline = time.monotonic() + 20
-            while True:
-                r, took = _sync_send(conn, topic, b"blackholed-%d" % len(codes))
-                codes.append(r.code)
-                assert r.ext_fields.get("msgId"), r.ext_fields  # stored all the same
-                if r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT:
-                    assert 0.9 < took < 2.5, took  # waited slaveTimeout (1 s)
-                if r.code == ResponseCode.SLAVE_NOT_AVAILABLE:
-                    assert took < 0.5, took  # no connection: answered at once
-                    break
-                assert r.code == ResponseCode.FLUSH_SLAVE_TIMEOUT and time.monotonic() < deadline, codes
-            assert codes[0] == ResponseCode.FLUSH_SLAVE_TIMEOUT, codes
-            for i in range(10):  # the slave's reconnections are held by the blackhole: still none
-                assert tb.send(conn, topic, b"alone-%d" % i, 0).code == ResponseCode.SLAVE_NOT_AVAILABLE
-
-            # healed: acknowledged again once the slave has reconnected and caught up
-            proxy.heal()
-            _poll("acked after the blackhole",
-                  lambda: tb.send(conn, topic, b"probe", 0).code == ResponseCode.SUCCESS, 30)
-        _acked_on_slave(master.addr, slave.addr, topic, 50, "healed")
-
-        # cut: the master sees the connection close and stops waiting at once
-        proxy.cut()
-        with _conn(master.addr) as conn:
-            _poll("SLAVE_NOT_AVAILABLE after the cut",
-                  lambda: tb.send(conn, topic, b"cut", 0).code == ResponseCode.SLAVE_NOT_AVAILABLE, 5)
-            proxy.heal()
-            _poll("acked after the cut", lambda: tb.send(conn, topic, b"probe", 0).code == ResponseCode.SUCCESS, 30)
-        _acked_on_slave(master.addr, slave.addr, topic, 50, "after-cut")
-        upto = _replicated(master.addr, slave.addr)
-        _assert_commitlog_identical(tmp_path / "m" / "commitlog", tmp_path / "s" / "commitlog", upto)
+        _sync_partition(master.addr, tmp_path / "m" / "commitlog", proxy, slave, 0.0)
     finally:
         slave.stop()
         proxy.stop()
         master.stop()
+
+
+def test_java_sync_master_partition(namesrv, java_classpath_4, tmp_path):
+    """The same with a Java 4.9.7 SYNC_MASTER (its timers shortened the same way): Java's statuses."""
+    jmaster, jaddr, jhome = rj.start_broker(java_classpath_4, namesrv, broker_name="ha-p3", label="ha-p3-master",
+                                            commitlog_size=FILE, extra={"brokerRole": "SYNC_MASTER", **TIMERS})
+    try:
+        proxy = PartitionProxy(f"127.0.0.1:{int(jaddr.rpartition(':')[2]) + 1}")
+        slave = tb.start_tx_broker(tmp_path / "s", namesrv, name="ha-p3", label="ha-p3-slave",
+                                   extra={**TX_SLAVE, **TIMERS, "haMasterAddress": proxy.addr})
+        try:
+            _sync_partition(jaddr, jhome.root / "store" / "commitlog", proxy, slave, 1.5)
+        finally:
+            slave.stop()
+            proxy.stop()
+    finally:
+        jmaster.stop(grace=30)
