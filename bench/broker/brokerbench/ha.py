@@ -167,12 +167,11 @@ def bench_async(master: Target, slave: str, cp: str, seconds: float, warmup: flo
     try:
         t0 = time.monotonic()  # the series' zero
         send = run_producer(cp, home, master.namesrv_addr, "BenchHaAsync", 64, seconds, broker_pid=master.broker_pid)
-        stopped = time.monotonic()
     finally:
         sampler.stop()
-    # the samples while the Producer reported: its first report came *seconds* + 0.5 before its stop
-    first_report = stopped - seconds - 0.5
-    lags = [lag for t, _, lag in sampler.samples if first_report <= t <= stopped]
+    # the samples of the measured window: from the Producer's first report for *seconds*
+    start, end = send.pop("window_monotonic")
+    lags = [lag for t, _, lag in sampler.samples if start <= t <= end]
     out["send"] = send
     out.update(_lag_figures(lags))
     out["lag_series"] = [[round(t - t0, 2), m, lag] for t, m, lag in sampler.samples]
@@ -196,6 +195,7 @@ def bench_sync(master: Target, slave: str, cp: str, seconds: float, warmup: floa
         log(f"{master.name} SYNC_MASTER: Producer, 64 threads, first report + {seconds:.0f} s")
         out["send"] = run_producer(cp, home, master.namesrv_addr, "BenchHaSync", 64, seconds,
                                    broker_pid=master.broker_pid)
+        out["send"].pop("window_monotonic", None)
         if latency:
             log(f"{master.name} SYNC_MASTER: SendLatency (p99), 64 threads, {seconds + 3:.0f} s")
             out["latency"] = run_latency(cp, home, master.namesrv_addr, "BenchHaSyncLatency", 64, seconds)
