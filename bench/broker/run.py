@@ -10,6 +10,7 @@ same settings.
     python3 bench/broker/run.py --transactions [--seconds 20] [--warmup 10] [--threads 64] ...
     python3 bench/broker/run.py --sql92 [--backlog 1000000] [--scan-timeout 900] ...
     python3 bench/broker/run.py --tls [--one-thread] [--seconds 10] [--warmup 10] [--targets java,tx] ...
+    python3 bench/broker/run.py --ha [--seconds 20] [--warmup 10] [--no-latency] [--targets java,tx] ...
     python3 bench/broker/run.py --pop|--timer|--five [--pop-backlog 2000000] [--pop-poll-ms 0] [--seconds 20]
                                 [--warmup 10] [--timer-count 20000] [--timer-spread 60] [--timer-delay 10] ...
 
@@ -94,6 +95,12 @@ over a ``--pop-backlog``), tx / Java, goal >= 1.0; and timer delivery lateness p
 due ``--timer-delay`` seconds after its send), goal tx's p99 <= Java's, no early and no missing
 delivery. The method is in :mod:`brokerbench.five`. Writes
 ``bench/broker/results-five-<UTC timestamp>.json``.
+
+``--ha`` (issue #23): per target, an ASYNC_MASTER with one slave (send TPS of the Producer,
+64 threads, and the slave's fall-behind bytes sampled every second) and a SYNC_MASTER with
+one slave (send TPS, SendLatency p50/p99); goals SYNC send TPS >= 1.0x, p99 <= 1.0x, median
+ASYNC lag <= Java's. The method is in :mod:`brokerbench.ha`. Writes
+``bench/broker/results-ha-<UTC timestamp>.json``.
 """
 
 from __future__ import annotations
@@ -106,7 +113,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from brokerbench import features, five, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
+from brokerbench import features, five, ha, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
 from brokerbench.peers import tools_classpath  # noqa: E402
 from brokerbench.phases import bench_send, bench_target, measured  # noqa: E402
 from brokerbench.report import (  # noqa: E402
@@ -296,6 +303,21 @@ def main_five(args: argparse.Namespace, targets: list[str], tools_cp: str) -> No
     _save_summary(args, path, raw)
 
 
+def main_ha(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    seconds = 20.0 if args.seconds is None else args.seconds
+    warmup = 10.0 if args.warmup is None else args.warmup
+    started = dt.datetime.now(dt.UTC)
+    results: dict[str, dict] = {}
+    for kind in targets:
+        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+        results[name] = ha.measured_ha(kind, name, args, tools_cp, seconds, warmup)
+    text = ha.table_text(ha.ha_rows(results), list(results)) + "\n\n" + features.loads_text(results)
+    print(text)
+    path, raw = write_results("ha", started, args, {"mode": "ha", "seconds": seconds, "warmup_phase_s": warmup},
+                              {}, results, text)
+    _save_summary(args, path, raw)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=None,
@@ -343,6 +365,9 @@ def main() -> None:
                         help="--timer: seconds over which they are sent, and so their deliver times (default 60)")
     parser.add_argument("--timer-delay", type=float, default=10.0,
                         help="--timer: each message's deliver time, seconds after its send (default 10)")
+    parser.add_argument("--ha", action="store_true",
+                        help="issue #23: an ASYNC_MASTER + slave (send TPS, the slave's lag sampled every second) "
+                             "and a SYNC_MASTER + slave (send TPS, p99) per target, tx / Java")
     parser.add_argument("--one-thread", action="store_true",
                         help="with --tls or --acl: only the 1-thread phases (the warm-up still uses 64 threads)")
     parser.add_argument("--rounds", type=int, default=1,
@@ -375,8 +400,11 @@ def main() -> None:
     tools_cp = tools_classpath()
     if args.five:
         args.pop = args.timer = True
-    if sum(map(bool, (args.tls, args.acl, args.transactions, args.sql92, args.pop or args.timer))) > 1:
-        parser.error("--tls, --acl, --transactions, --sql92 and --pop/--timer are separate comparisons")
+    if sum(map(bool, (args.tls, args.acl, args.transactions, args.sql92, args.pop or args.timer, args.ha))) > 1:
+        parser.error("--tls, --acl, --transactions, --sql92, --pop/--timer and --ha are separate comparisons")
+    if args.ha:
+        main_ha(args, targets, tools_cp)
+        return
     if (args.pop or args.timer) and args.java_broker != TOOLS_VERSION and "java" in targets:
         parser.error(f"--pop/--timer compare with the Java {TOOLS_VERSION} broker (4.9.7 has no timer store)")
     if args.pop or args.timer:

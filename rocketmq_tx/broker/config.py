@@ -151,7 +151,7 @@ IGNORED_STORE_KEYS = frozenset("""
 storePathDLedgerCommitLog readOnlyCommitLogStorePaths enableConsumeQueueExt mappedFileSizeConsumeQueueExt
 bitMapLengthConsumeQueueExt commitIntervalCommitLog useReentrantLockWhenPutMessage deleteCommitLogFilesInterval
 deleteConsumeQueueFilesInterval redeleteHangedFileInterval putMsgIndexHightWater commitCommitLogLeastPages
-flushLeastPagesWhenWarmMapedFile commitCommitLogThoroughInterval haMaxGapNotInSync slaveTimeout
+flushLeastPagesWhenWarmMapedFile commitCommitLogThoroughInterval haMaxGapNotInSync
 flushDelayOffsetInterval cleanFileForciblyEnable warmMapedFileEnable debugLockEnable diskFallRecorded
 osPageCacheBusyTimeOutMills transientStorePoolEnable transientStorePoolSize fastFailIfNoBufferInStorePool
 enableDLegerCommitLog dLegerGroup dLegerPeers dLegerSelfId preferredLeaderId isEnableBatchPush
@@ -259,7 +259,7 @@ def _check_store(props: Mapping[str, str]) -> None:
         parse_delay_levels(cfg.message_delay_level)
     except ValueError as e:
         raise ConfigError(f"messageDelayLevel: {e}") from None
-    for name in ("ha_send_heartbeat_interval", "ha_housekeeping_interval", "ha_transfer_batch_size"):
+    for name in ("ha_send_heartbeat_interval", "ha_housekeeping_interval", "ha_transfer_batch_size", "slave_timeout"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(f"{_java_key(name)}: must be positive")
     if not 0 <= cfg.ha_listen_port <= 65535:

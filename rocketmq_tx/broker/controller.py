@@ -311,7 +311,7 @@ class BrokerController:
                     # is connected or the one there is too far behind
                     end = append.wrote_offset + append.wrote_bytes
                     if ha.is_slave_ok(end):
-                        replica = ha.wait_for_slave(end, self.store_config.sync_flush_timeout / 1000.0)
+                        replica = ha.wait_for_slave(end, self.store_config.slave_timeout / 1000.0)
                     elif result.flush_future is None:
                         result.status = PutMessageStatus.SLAVE_NOT_AVAILABLE
                         return result

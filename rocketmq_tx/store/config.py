@@ -81,6 +81,8 @@ class MessageStoreConfig:
     flush_consume_queue_least_pages: int = 2
     flush_consume_queue_thorough_interval: int = 60_000
     sync_flush_timeout: int = 5000
+    #: how long a SYNC_MASTER put waits for a slave's ack (Java's ``slaveTimeout``, not syncFlushTimeout)
+    slave_timeout: int = 3000
     file_reserved_time: int = 72
     delete_when: str = "04"
     disk_max_used_space_ratio: int = 75

@@ -160,7 +160,8 @@ class Target:
 
 
 def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls: bool = False,
-               acl: bool = False) -> Target:
+               acl: bool = False, extra: dict[str, str] | None = None) -> Target:
+    """*extra*: broker.conf keys over BROKER_SETTINGS (``--ha``: the master's brokerRole)."""
     ns_home = BenchHome("bench-broker-java-namesrv", NAMESRV_JVM)
     port = jh.free_port()
     conf = ns_home.root / "namesrv.properties"
@@ -182,7 +183,7 @@ def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls:
         broker, broker_addr, _ = rocketmq_java.start_broker(
             classpath, addr, broker_name="bench-broker", cluster="BenchCluster", home=broker_home,
             store_root=store, commitlog_size=1 << 30,
-            extra={**BROKER_SETTINGS, **(java_acl_settings(version) if acl else {})},
+            extra={**BROKER_SETTINGS, **(java_acl_settings(version) if acl else {}), **(extra or {})},
             props={**JAVA_TLS_SERVER, "tls.enable": "true"} if tls else None)
         boot_line = time.monotonic() - t0
         startup = probe.result(t0, broker.proc)
@@ -204,7 +205,8 @@ def start_java(version: str, classpath: str, store: Path, heap: str = "8g", tls:
 
 
 def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
-                     tls: bool = False, acl: bool = False) -> dict[str, list[str] | None]:
+                     tls: bool = False, acl: bool = False,
+                     extra: dict[str, str] | None = None) -> dict[str, list[str] | None]:
     """
     THE rocketmq_tx command lines: edit here when the broker's flags settle.
 
@@ -215,14 +217,15 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
     *work* holds broker.conf (BROKER_SETTINGS + ports + store paths, the keys Java's
     broker.conf uses) and the store. *tls*: the servers in enforcing mode, test mode
     (TX_TLS_SERVER), and the separate broker registering over TLS. *acl*: ACL_SERVER, with
-    *work* as rocketmqHome (its conf/plain_acl.yml is ACL_YML).
+    *work* as rocketmqHome (its conf/plain_acl.yml is ACL_YML). *extra*: keys over those
+    (``--ha``: brokerRole, and brokerId for the slave).
     """
     store = work / "store"
     conf = {
         "brokerClusterName": "BenchCluster", "brokerName": "bench-broker", "brokerId": "0",
         "brokerIP1": "127.0.0.1", "listenPort": str(broker_port), "namesrvAddr": f"127.0.0.1:{namesrv_port}",
         "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
-        **BROKER_SETTINGS,
+        **BROKER_SETTINGS, **(extra or {}),
     }
     if acl:
         write_acl_file(work)
@@ -251,10 +254,11 @@ def tx_command_lines(work: Path, namesrv_port: int, broker_port: int, mode: str,
     raise ValueError(f"unknown tx mode {mode!r}")
 
 
-def start_tx(mode: str, work: Path, tls: bool = False, acl: bool = False) -> Target:
+def start_tx(mode: str, work: Path, tls: bool = False, acl: bool = False,
+             extra: dict[str, str] | None = None) -> Target:
     namesrv_port = jh.free_port()
     broker_port = rocketmq_java.free_port_block()
-    argv = tx_command_lines(work, namesrv_port, broker_port, mode, tls, acl)
+    argv = tx_command_lines(work, namesrv_port, broker_port, mode, tls, acl, extra)
     txharness.WORK.mkdir(exist_ok=True)
     namesrv = None
     ns_boot = None
@@ -291,5 +295,6 @@ def start_tx(mode: str, work: Path, tls: bool = False, acl: bool = False) -> Tar
 
     return Target("rocketmq_tx", addr, broker.proc.pid, namesrv.proc.pid if namesrv else None, startup, stop,
                   {"namesrv_boot_s": None if ns_boot is None else round(ns_boot, 3), "mode": mode, "tls": tls,
+                   "broker_addr": f"127.0.0.1:{broker_port}",
                    "acl": acl,
                    "broker_argv": broker_argv, "namesrv_argv": argv["namesrv"]})

@@ -100,6 +100,10 @@ def summarize(raw: dict, raw_path: Path | None = None) -> dict:
         from .features import summarize as features_summary
 
         return features_summary(raw, raw_path)
+    if mode == "ha":
+        from .ha import summarize as ha_summary
+
+        return ha_summary(raw, raw_path)
     if mode == "five":
         from .five import summarize as five_summary
 

@@ -171,6 +171,8 @@ def run_producer(cp: str, home: rocketmq_java.JavaHome, namesrv_addr: str, topic
     result["lines"] = [line for _, line in tool.lines]
     if not warmup_only and not result["reports"]:
         raise RuntimeError(f"Producer printed no figures; stderr {tool.stderr_path}:\n{tool.stderr_tail()}")
+    if len(cpu) == 2:  # the measured window (time.monotonic()), for samplers running beside it (--ha)
+        result["window_monotonic"] = [cpu[0][0], cpu[1][0]]
     if len(cpu) == 2 and result.get("send_tps"):
         (t0, b0, p0), (t1, b1, p1) = cpu
         messages = result["send_tps"] * (t1 - t0)

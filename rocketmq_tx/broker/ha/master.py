@@ -221,7 +221,7 @@ class HAService(protocol.ServerFactory):
     def wait_for_slave(self, end_offset: int, timeout: float) -> Deferred:
         """
         A SYNC_MASTER put ending at *end_offset*: fires with PUT_OK once a slave acknowledged
-        it, or FLUSH_SLAVE_TIMEOUT after *timeout* seconds (Java ``syncFlushTimeout``).
+        it, or FLUSH_SLAVE_TIMEOUT after *timeout* seconds (Java ``slaveTimeout``).
         """
         d: Deferred = Deferred()
         if self.push2slave_max_offset >= end_offset:

@@ -1,8 +1,9 @@
 """
 SYNC_MASTER (Java 4.9 ``CommitLog.submitReplicaRequest`` and ``HAService.GroupTransferService``):
 a send is answered once a slave acknowledged its end offset, FLUSH_SLAVE_TIMEOUT after
-``syncFlushTimeout``, SLAVE_NOT_AVAILABLE at once when no slave is connected or it is more than
-``haSlaveFallbehindMax`` behind; the message is stored in every case.
+``slaveTimeout`` (3 s; not ``syncFlushTimeout``, as Java 4.9.8's and 5.3.3's CommitLog), SLAVE_NOT_AVAILABLE
+at once when no slave is connected or it is more than ``haSlaveFallbehindMax`` behind; the message
+is stored in every case.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ TOPIC = "SyncTopic"
 
 
 class SyncMasterTests(BrokerTestCase):
-    keys = {"brokerRole": "SYNC_MASTER", "syncFlushTimeout": 3000}
+    keys = {"brokerRole": "SYNC_MASTER", "syncFlushTimeout": 9000}
 
     def setUp(self) -> None:
         super().setUp()
@@ -63,7 +64,7 @@ class SyncMasterTests(BrokerTestCase):
         self.assertEqual(response.code, ResponseCode.SUCCESS)
 
     def test_timeout(self) -> None:
-        """No ack within syncFlushTimeout: FLUSH_SLAVE_TIMEOUT, message id included."""
+        """No ack within slaveTimeout (3 s; syncFlushTimeout is 9 s here): FLUSH_SLAVE_TIMEOUT, message id."""
         self.connect_slave()
         d1 = self.send_later(b"1")
         self.reactor.advance(1.0)
@@ -75,6 +76,15 @@ class SyncMasterTests(BrokerTestCase):
         self.assertNoResult(d2)
         self.reactor.advance(1.0)
         self.assertEqual(self.successResultOf(d2).code, ResponseCode.FLUSH_SLAVE_TIMEOUT)
+
+    def test_slave_timeout_configurable(self) -> None:
+        self.controller.store_config.slave_timeout = 500
+        self.connect_slave()
+        d = self.send_later()
+        self.reactor.advance(0.4)
+        self.assertNoResult(d)
+        self.reactor.advance(0.1)
+        self.assertEqual(self.successResultOf(d).code, ResponseCode.FLUSH_SLAVE_TIMEOUT)
 
     def test_slave_too_far_behind(self) -> None:
         self.connect_slave()
