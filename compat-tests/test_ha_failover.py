@@ -20,6 +20,11 @@ peer). Each kill point:
    committed offsets on the master reach the queues' ends (the consumers commit to the master
    again, Java's ``RemoteBrokerOffsetStore``).
 
+Before the first kill, a pull of the slave and of the master must both answer SUCCESS with
+``suggestWhichBrokerId`` 0 (the group's brokerId: the data is in memory). The same run, one
+kill point, against the Java 4.9.7 master and slave (on our name server) gives the outcome to
+compare with: the same suggestions, and both consumers fail over and back the same way.
+
 Duplicates (offsets committed to the slave while the master was down are lost when it
 returns, so some messages come twice) are counted and reported, never a failure; a lost
 acknowledged message is. ``KILL_POINTS`` kill points by default, bounded in time; the
@@ -39,6 +44,7 @@ from pathlib import Path
 
 import javaharness as jh
 import pytest
+import rocketmq_java as rj
 import txbroker as tb
 
 from rocketmq_tx.blocking import BlockingConnection
@@ -90,18 +96,70 @@ class Consumer:
         os.kill(self.proc.pid, sig)
 
 
-class Cluster:
-    def __init__(self, tmp: Path, classpath: str) -> None:
-        self.tmp = tmp
-        self.ns_proc, self.namesrv = tb.start_tx_namesrv(tmp / "ns")
-        self.master = tb.start_tx_broker(tmp / "m", self.namesrv, name="ha-fo", label="ha-fo-master",
+class TxPair:
+    """Our master (SYNC_MASTER) and slave."""
+
+    def __init__(self, tmp: Path, namesrv: str) -> None:
+        self.master = tb.start_tx_broker(tmp / "m", namesrv, name="ha-fo", label="ha-fo-master",
                                          extra={"brokerRole": "SYNC_MASTER"})
-        with BlockingConnection(self.master.addr) as conn:  # before the slave: its first SlaveSynchronize copies it
-            r = tb.create_topic(conn, TOPIC, QUEUES)
-            assert r.code == ResponseCode.SUCCESS, r
-        self.slave = tb.start_tx_broker(tmp / "s", self.namesrv, name="ha-fo", label="ha-fo-slave",
+        self.master_addr = self.master.addr
+        create_topic(self.master_addr)  # before the slave: its first SlaveSynchronize copies it
+        self.slave = tb.start_tx_broker(tmp / "s", namesrv, name="ha-fo", label="ha-fo-slave",
                                         extra={"brokerRole": "SLAVE", "brokerId": 1, "slaveReadEnable": "true",
                                                "haMasterAddress": f"127.0.0.1:{self.master.port + 1}"})
+        self.slave_addr = self.slave.addr
+
+    def kill_master(self) -> None:
+        self.master.proc.proc.kill()  # SIGKILL: no clean shutdown, no unregistration
+        self.master.proc.proc.wait(10)
+
+    def restart_master(self, label: str) -> None:
+        self.master = tb.restart(self.master, label=label)
+
+    def stop(self) -> None:
+        self.slave.stop()
+        self.master.stop()
+
+
+class JavaPair:
+    """The Java 4.9.7 master (SYNC_MASTER) and slave, for comparison (the slave finds its master by the name server)."""
+
+    def __init__(self, classpath: str, namesrv: str) -> None:
+        self.classpath, self.namesrv = classpath, namesrv
+        self.master_extra = {"brokerRole": "SYNC_MASTER"}
+        self.master, self.master_addr, self.home = rj.start_broker(
+            classpath, namesrv, broker_name="ha-fo", label="ha-fo-jmaster", extra=self.master_extra)
+        create_topic(self.master_addr)
+        self.slave, self.slave_addr, _ = rj.start_broker(
+            classpath, namesrv, broker_name="ha-fo", label="ha-fo-jslave",
+            extra={"brokerRole": "SLAVE", "brokerId": "1", "slaveReadEnable": "true"})
+
+    def kill_master(self) -> None:
+        self.master.proc.kill()
+        self.master.proc.wait(10)
+
+    def restart_master(self, label: str) -> None:
+        port = int(self.master_addr.rsplit(":", 1)[1])
+        self.master, _, _ = rj.start_broker(self.classpath, self.namesrv, broker_name="ha-fo", label=label,
+                                            extra=self.master_extra, home=self.home, port=port)
+
+    def stop(self) -> None:
+        self.slave.stop(grace=30)
+        self.master.stop(grace=30)
+
+
+def create_topic(addr: str) -> None:
+    with BlockingConnection(addr) as conn:
+        r = tb.create_topic(conn, TOPIC, QUEUES)
+        assert r.code == ResponseCode.SUCCESS, r
+
+
+class Cluster:
+    def __init__(self, tmp: Path, classpath: str, brokers: str) -> None:
+        self.tmp = tmp
+        self.ns_proc, self.namesrv = tb.start_tx_namesrv(tmp / "ns")
+        self.pair: TxPair | JavaPair = (TxPair(tmp, self.namesrv) if brokers == "tx"
+                                        else JavaPair(classpath, self.namesrv))
         self.acked: list[str] = []
         self.refused = 0
         self._n = 0
@@ -118,7 +176,7 @@ class Cluster:
     def _wait_slave_serves(self) -> None:
         """The slave learns the topic from the master (SlaveSynchronize, every 10 s)."""
         deadline = time.monotonic() + STEP
-        with BlockingConnection(self.slave.addr) as conn:
+        with BlockingConnection(self.pair.slave_addr) as conn:
             while True:
                 r = tb.pull(conn, "HA_FO_PROBE", TOPIC, 0, 0)
                 if r.code != ResponseCode.TOPIC_NOT_EXIST:
@@ -128,7 +186,7 @@ class Cluster:
 
     def send(self, count: int) -> None:
         """*count* sends to the master; SUCCESS ones are acknowledged (on the slave too)."""
-        with BlockingConnection(self.master.addr) as conn:
+        with BlockingConnection(self.pair.master_addr) as conn:
             for _ in range(count):
                 body = f"ha-{self._n}"
                 r = tb.send(conn, TOPIC, body.encode(), self._n % QUEUES)
@@ -150,13 +208,6 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{what}: acknowledged messages never consumed: {missing} of {len(want)}")
 
-    def kill_master(self) -> None:
-        self.master.proc.proc.kill()  # SIGKILL: no clean shutdown, no unregistration
-        self.master.proc.proc.wait(10)
-
-    def restart_master(self, label: str) -> None:
-        self.master = tb.restart(self.master, label=label)
-
     def wait_committed_on(self, addr: str) -> None:
         """Both groups' offsets on *addr* at the queues' ends (consumers commit every 5 s)."""
         for group in ("HA_FO_JAVA", "HA_FO_TX"):
@@ -166,13 +217,13 @@ class Cluster:
         for c in getattr(self, "consumers", ()):
             c.signal(signal.SIGCONT)
             c.proc.stop()
-        for proc in (self.slave.proc, self.master.proc, self.ns_proc):
-            proc.stop()
+        self.pair.stop()
+        self.ns_proc.stop()
 
 
 @pytest.fixture
-def cluster(java_classpath_4, tmp_path):
-    c = Cluster(tmp_path, java_classpath_4)
+def cluster(request, java_classpath_4, tmp_path):
+    c = Cluster(tmp_path, java_classpath_4, getattr(request, "param", "tx"))
     yield c
     c.stop()
 
@@ -181,6 +232,12 @@ def run_kill_points(c: Cluster, points: int, seed: int) -> dict[str, int]:
     rnd = random.Random(seed)
     c.send(20)
     c.wait_all_consumed("before any kill")
+    # what steers the consumers: a pull of the slave (slaveReadEnable) finds the messages and
+    # suggests the group's brokerId, the master (0); so does the master, its data in memory
+    for addr in (c.pair.slave_addr, c.pair.master_addr):
+        with BlockingConnection(addr) as conn:
+            r = tb.pull(conn, "HA_FO_JAVA", TOPIC, 0, 0)
+        assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "0"), (addr, r)
     for k in range(points):
         c.send(rnd.randint(1, 60))
         for consumer in c.consumers:
@@ -188,15 +245,15 @@ def run_kill_points(c: Cluster, points: int, seed: int) -> dict[str, int]:
         try:
             c.send(rnd.randint(10, 60))  # acknowledged: the slave has them
         finally:
-            c.kill_master()
+            c.pair.kill_master()
             for consumer in c.consumers:
                 consumer.signal(signal.SIGCONT)
         c.wait_all_consumed(f"kill point {k}, master down")  # only the slave can serve them
-        c.wait_committed_on(c.slave.addr)  # no master in the route: both commit to the slave
-        c.restart_master(f"ha-fo-master-{k}")
+        c.wait_committed_on(c.pair.slave_addr)  # no master in the route: both commit to the slave
+        c.pair.restart_master(f"ha-fo-master-{k}")
         c.send(rnd.randint(1, 30))
         c.wait_all_consumed(f"kill point {k}, master back")
-        c.wait_committed_on(c.master.addr)
+        c.wait_committed_on(c.pair.master_addr)
     return {c_.name: len(c_.bodies) - len(set(c_.bodies)) for c_ in c.consumers}
 
 
@@ -206,6 +263,14 @@ def test_master_killed_consumers_use_slave(cluster):
     print(f"\nHA failover, {KILL_POINTS} kill points in {time.monotonic() - started:.0f} s: "
           f"{len(cluster.acked)} acknowledged sends ({cluster.refused} answered without the slave), "
           f"none lost; duplicates {duplicates}")
+
+
+@pytest.mark.parametrize("cluster", ["java"], indirect=True)
+def test_java_pair_same_outcome(cluster):
+    """The same run, one kill point, against the Java 4.9.7 master and slave: the outcome to compare with."""
+    duplicates = run_kill_points(cluster, 1, seed=23)
+    print(f"\nHA failover, Java 4.9.7 pair, 1 kill point: {len(cluster.acked)} acknowledged sends "
+          f"({cluster.refused} answered without the slave), none lost; duplicates {duplicates}")
 
 
 @pytest.mark.soak
