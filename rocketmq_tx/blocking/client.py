@@ -32,6 +32,7 @@ from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import api, sendapi
 from rocketmq_tx.remoting.api import MessageSelector, MQClientError, PullResult, SubscriptionData
 from rocketmq_tx.remoting.command import RemotingCommand
+from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, run_plan
 from rocketmq_tx.remoting.sendapi import MessageQueueSelector, ProducerBase
 from rocketmq_tx.tlsconfig import TlsSettings
@@ -171,11 +172,20 @@ class BlockingMQClient:
         return subscribe_queues(topic, self.route(topic))
 
     def heartbeat(self, data: api.HeartbeatData, topic: str) -> None:
-        """Send *data* to every master of *topic*'s route."""
+        """
+        Send *data* to every master of *topic*'s route, and when it has a consumer group to
+        every slave too, as Java 4.9 (a slave that fails is logged: the master's answer is
+        the one that counts).
+        """
         for broker in self.route(topic).broker_datas:
-            addr = broker.broker_addrs.get(0)
-            if addr:
-                api.check_response(self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout))
+            for broker_id, addr in sorted(broker.broker_addrs.items()):
+                if broker_id == 0:
+                    api.check_response(self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout))
+                elif data.consumers:
+                    try:
+                        api.check_response(self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout))
+                    except (RemotingError, MQBrokerError) as e:
+                        log.warning("heartbeat to slave %s failed: %s", addr, e)
 
     # ------------------------------------------------------------ queries
     def view_message(self, offset_msg_id: str) -> MessageExt:

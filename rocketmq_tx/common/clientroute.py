@@ -155,6 +155,10 @@ class RouteTable:
             addr, slave = addrs[first], first != MASTER_ID
         return FindBrokerResult(addr, slave)
 
+    def all_addresses(self) -> list[str]:
+        """Every broker address (masters and slaves) the routes name, sorted."""
+        return sorted({addr for addrs in self.brokers.values() for addr in addrs.values()})
+
     def watch(self, topic: str) -> None:
         """Keep *topic*'s route fresh from now on (where a timer does that)."""
         self.watched.add(topic)

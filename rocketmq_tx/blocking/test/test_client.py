@@ -225,6 +225,10 @@ class PullClientTests(Base):
         self.pull.commit_offset(self.mq, 5)
         self.assertEqual(self.cluster.requests(RequestCode.UPDATE_CONSUMER_OFFSET)[-1][0], slave)
         self.assertEqual(self.pull.committed_offset(self.mq), 5)
+        self.cluster.unrouted.clear()
+        self.pull.client.route("T", refresh=True)
+        self.pull.send_heartbeat(["T"])  # a consumer's heartbeat reaches the slave too (Java 4.9)
+        self.assertIn(slave, self.cluster.heartbeats)
 
     def test_broker_error_code(self) -> None:
         self.cluster.script(RequestCode.PULL_MESSAGE, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)

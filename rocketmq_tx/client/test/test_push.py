@@ -382,6 +382,8 @@ class SlaveFailoverTests(SynchronousTestCase):
         self.net.flush()
         self.assertEqual(self.received, [b"m0"])
         self.assertEqual(set(self.pulled_from()), {BROKER})
+        # a consumer's heartbeats go to the slave too (Java 4.9)
+        self.assertEqual({a for a, _ in self.cluster.requests(RequestCode.HEART_BEAT)}, {BROKER, self.SLAVE})
         self.send(b"m1")  # replicated before the master dies (the fake's slave shares its messages)
         self.net.kill(BROKER)
         self.cluster.unrouted.add(BROKER)  # the name server drops the dead master
