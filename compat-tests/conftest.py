@@ -20,6 +20,15 @@ import pytest
 JAVA_VERSIONS = [jh.VERSIONS["4"], jh.VERSIONS["5"]]  # ["4.9.8", "5.5.0"]
 
 
+def pytest_collection_modifyitems(config, items):
+    """The soak tier runs only when asked for (``-m soak``): it takes minutes."""
+    if "soak" in (config.option.markexpr or ""):
+        return
+    for item in items:
+        if item.get_closest_marker("soak") is not None:
+            item.add_marker(pytest.mark.skip(reason="soak tier: select it with -m soak"))
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "compat: runs official Java RocketMQ artifacts (needs java and mvn)")
 

@@ -13,7 +13,8 @@ per process, so the pytest process stays reactor-free). JSON lines on stdout.
       PushConsumer (from the first offset) of TOPIC: {"ready": true} once started, one line
       per message (with "queues": the queues owned then), for TIMEOUT seconds, and
       {"assigned": [...]} whenever the queues it owns change. With MAX_RECONSUME_TIMES the
-      listener answers RECONSUME_LATER to everything.
+      listener answers RECONSUME_LATER to everything. TXCLIENT_POLL_NAMESRV_INTERVAL (seconds)
+      in the environment sets how often routes are re-read (Java's pollNameServerInterval).
   python txclient.py broadcast NAMESRV GROUP TOPIC TIMEOUT OFFSET_DIR
       Like push, with message_model=BROADCASTING and offsets under OFFSET_DIR.
   python txclient.py litesubscribe NAMESRV GROUP TOPIC TIMEOUT
@@ -127,6 +128,9 @@ async def push(reactor, namesrv: str, group: str, topic: str, timeout: str,  # t
                             max_reconsume_times=-1 if max_reconsume_times is None else int(max_reconsume_times),
                             **credentials())
     status = ConsumeStatus.CONSUME_SUCCESS if max_reconsume_times is None else ConsumeStatus.RECONSUME_LATER
+    poll = os.environ.get("TXCLIENT_POLL_NAMESRV_INTERVAL")
+    if poll:  # as the Java peer's setPollNameServerInterval(1000): routes re-read that often
+        consumer.instance.poll_name_server_interval = consumer.instance.route_table.interval = float(poll)
     consumer.subscribe(topic, "*")
 
     def owned() -> list[str]:

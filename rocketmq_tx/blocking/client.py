@@ -21,6 +21,7 @@ from rocketmq_tx.blocking.trace import BlockingTraceDispatcher
 from rocketmq_tx.common.clientroute import (
     POLL_NAME_SERVER_INTERVAL,
     NameServerList,
+    PullFromWhichNode,
     RouteTable,
     make_client_id,
     subscribe_queues,
@@ -31,6 +32,7 @@ from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import api, sendapi
 from rocketmq_tx.remoting.api import MessageSelector, MQClientError, PullResult, SubscriptionData
 from rocketmq_tx.remoting.command import RemotingCommand
+from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, run_plan
 from rocketmq_tx.remoting.sendapi import MessageQueueSelector, ProducerBase
 from rocketmq_tx.tlsconfig import TlsSettings
@@ -170,11 +172,20 @@ class BlockingMQClient:
         return subscribe_queues(topic, self.route(topic))
 
     def heartbeat(self, data: api.HeartbeatData, topic: str) -> None:
-        """Send *data* to every master of *topic*'s route."""
+        """
+        Send *data* to every master of *topic*'s route, and when it has a consumer group to
+        every slave too, as Java 4.9 (a slave that fails is logged: the master's answer is
+        the one that counts).
+        """
         for broker in self.route(topic).broker_datas:
-            addr = broker.broker_addrs.get(0)
-            if addr:
-                api.check_response(self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout))
+            for broker_id, addr in sorted(broker.broker_addrs.items()):
+                if broker_id == 0:
+                    api.check_response(self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout))
+                elif data.consumers:
+                    try:
+                        api.check_response(self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout))
+                    except (RemotingError, MQBrokerError) as e:
+                        log.warning("heartbeat to slave %s failed: %s", addr, e)
 
     # ------------------------------------------------------------ queries
     def view_message(self, offset_msg_id: str) -> MessageExt:
@@ -287,6 +298,8 @@ class BlockingPullClient:
                                               access_key=access_key, secret_key=secret_key,
                                               security_token=security_token, credentials=credentials)
         self._subscriptions: dict[tuple[str, MessageSelector], SubscriptionData] = {}
+        #: where each queue's next pull goes (Java ``PullAPIWrapper``'s table)
+        self.pull_nodes = PullFromWhichNode()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"group": self.group, "namesrv_addr": self.client.namesrv_addr, "timeout": self.client.timeout,
@@ -332,8 +345,9 @@ class BlockingPullClient:
             no match / offset illegal.
         """
         sub = self._subscription(mq.topic, sub_expression)
-        request = api.pull_request(self.group, mq, offset, max_nums, sub)
-        return api.parse_pull_response(self.client.invoke_broker(mq, request, timeout), mq, sub)
+        return self.client.run(sendapi.pull_call(
+            self.client.route_table, self.pull_nodes, mq,
+            lambda slave: api.pull_request(self.group, mq, offset, max_nums, sub, slave=slave), sub), timeout)
 
     def check_selector(self, topic: str, selector: str | MessageSelector) -> None:
         """
@@ -369,12 +383,15 @@ class BlockingPullClient:
 
     def committed_offset(self, mq: MessageQueue) -> int | None:
         """The group's committed offset of *mq*, ``None`` if it never committed one."""
-        response = self.client.invoke_broker(mq, api.query_consumer_offset_request(self.group, mq))
+        # The master, or while the route has none its slave (Java's RemoteBrokerOffsetStore).
+        response = self.client.run(sendapi.offset_call(
+            self.client.route_table, mq, api.query_consumer_offset_request(self.group, mq)))
         return api.parse_query_consumer_offset_response(response)
 
     def commit_offset(self, mq: MessageQueue, offset: int) -> None:
         """Store *offset* (the next offset to consume) as the group's position in *mq*."""
-        response = self.client.invoke_broker(mq, api.update_consumer_offset_request(self.group, mq, offset))
+        response = self.client.run(sendapi.offset_call(
+            self.client.route_table, mq, api.update_consumer_offset_request(self.group, mq, offset)))
         api.check_response(response)
 
     def send_heartbeat(self, topics: Sequence[str]) -> None:

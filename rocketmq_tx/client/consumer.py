@@ -23,6 +23,7 @@ from twisted.python.failure import Failure
 from rocketmq_tx.acl import SessionCredentials
 from rocketmq_tx.client.instance import InstanceUser, MQClientInstance
 from rocketmq_tx.client.offsets import OffsetStore, RemoteBrokerOffsetStore
+from rocketmq_tx.common.clientroute import PullFromWhichNode
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.remoting import RemotingCommand, api
 from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX, TAG, ConsumerData
@@ -90,6 +91,8 @@ class ConsumerBase(InstanceUser):
         self.consume_timestamp_ms = consume_timestamp_ms
         self.rebalance_interval = rebalance_interval
         self.offset_store: OffsetStore = RemoteBrokerOffsetStore(self.instance, group)
+        #: where each queue's next pull goes (Java ``PullAPIWrapper``'s table)
+        self.pull_nodes = PullFromWhichNode()
         self.running = False
         self._loops: list[LoopingCall] = []
 

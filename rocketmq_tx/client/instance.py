@@ -249,12 +249,17 @@ class MQClientInstance:
                              [data() for _, data in sorted(self.consumers.items())])
 
     def send_heartbeat_to_all_brokers(self) -> Deferred:
-        """HEART_BEAT to every master we know of; fires when all have answered or failed."""
+        """
+        HEART_BEAT to every master we know of, and to every slave too when a consumer group is
+        registered (Java 4.9: a slave then knows the group's members while its master is
+        down); fires when all have answered or failed.
+        """
         if not self.producer_groups and not self.consumers:
             return succeed(None)
         data = self.heartbeat_data()
         calls = []
-        for addr in self._master_addresses():
+        addrs = self.route_table.all_addresses() if self.consumers else self._master_addresses()
+        for addr in addrs:
             d = self.remoting.invoke(addr, api.heartbeat_request(data), self.timeout)
             d.addCallback(api.check_response)
             d.addErrback(self._heartbeat_failed, addr)

@@ -36,7 +36,7 @@ from rocketmq_tx.common.message import MessageExt, MessageQueue
 from rocketmq_tx.common.rebalance import STRATEGIES
 from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.common.trace import ConsumeReturnType
-from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting import api, sendapi
 from rocketmq_tx.remoting.api import ConsumerData, MessageSelector, MQClientError, PullStatus, SubscriptionData
 
 __all__ = ["LitePullConsumer", "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP"]
@@ -291,8 +291,9 @@ class LitePullConsumer(ConsumerBase):
         if offset is None:
             offset = await self._resolve_offset(mq)
         sub = self._subscription(mq.topic)
-        request = api.pull_request(self.group, mq, offset, self.pull_batch_size, sub)
-        result = api.parse_pull_response(await self.instance.invoke_broker(mq, request), mq, sub)
+        result = await self.instance.run(sendapi.pull_call(
+            self.instance.route_table, self.pull_nodes, mq,
+            lambda slave: api.pull_request(self.group, mq, offset, self.pull_batch_size, sub, slave=slave), sub))
         if self.pull_offsets.get(mq) != offset:
             return []  # seeked or unassigned while the pull was in flight: drop it
         if result.pull_status is PullStatus.OFFSET_ILLEGAL:

@@ -19,7 +19,7 @@ from twisted.python.failure import Failure
 from rocketmq_tx.client.instance import MQClientInstance
 from rocketmq_tx.client.offsetstore import LocalOffsetStore
 from rocketmq_tx.common.message import MessageQueue
-from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting import api, sendapi
 
 __all__ = ["OffsetStore", "RemoteBrokerOffsetStore", "LocalFileOffsetStore", "Failures"]
 
@@ -55,15 +55,16 @@ class RemoteBrokerOffsetStore:
 
     def read(self, mq: MessageQueue) -> Deferred[int | None]:
         request = api.query_consumer_offset_request(self.group, mq)
-        return self.instance.invoke_broker(mq, request).addCallback(api.parse_query_consumer_offset_response)
+        # To the master, or while the route has none to its slave (Java's RemoteBrokerOffsetStore).
+        return self.instance.run(sendapi.offset_call(self.instance.route_table, mq, request)).addCallback(
+            api.parse_query_consumer_offset_response)
 
     async def commit(self, mq: MessageQueue, offset: int, *, oneway: bool = False) -> None:
         """UPDATE_CONSUMER_OFFSET, answered (raising what went wrong) or *oneway* (Java's periodic commits)."""
         request = api.update_consumer_offset_request(self.group, mq, offset, oneway=oneway)
-        if oneway:
-            await self.instance.remoting.invoke_oneway(self.instance.broker_addr(mq.broker_name), request)
-        else:
-            api.check_response(await self.instance.invoke_broker(mq, request))
+        response = await self.instance.run(sendapi.offset_call(self.instance.route_table, mq, request, oneway=oneway))
+        if response is not None:  # None answers a oneway call
+            api.check_response(response)
         self.committed[mq] = offset
 
     def commit_all(self, offsets: Mapping[MessageQueue, int], *, oneway: bool = False,

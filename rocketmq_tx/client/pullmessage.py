@@ -12,6 +12,7 @@ flight, which is Java's flow control (``pullThresholdForQueue``,
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from twisted.internet.defer import Deferred
@@ -20,7 +21,7 @@ from twisted.logger import Logger
 from rocketmq_tx.client.consumer import CLUSTERING, sleep
 from rocketmq_tx.client.consumeservice import PULL_DELAY_WHEN_EXCEPTION
 from rocketmq_tx.client.processqueue import ProcessQueue
-from rocketmq_tx.remoting import api
+from rocketmq_tx.remoting import api, sendapi
 from rocketmq_tx.remoting.api import PullStatus
 
 if TYPE_CHECKING:
@@ -54,12 +55,15 @@ class PullMessageService:
                 if pq.offset is None:
                     pq.offset = await c.start_offset(mq)
                 sub = c.subscriptions[mq.topic]
-                request = api.pull_request(c.group, mq, pq.offset, c.pull_batch_size, sub,
-                                           commit_offset=self._commit_candidate(pq),
-                                           suspend_timeout_ms=BROKER_SUSPEND_MAX_MS)
+                build = partial(api.pull_request, c.group, mq, pq.offset, c.pull_batch_size, sub,
+                                commit_offset=self._commit_candidate(pq), suspend_timeout_ms=BROKER_SUSPEND_MAX_MS)
+
                 pq.last_pull_ms = c.now_ms()
-                response = await c.instance.invoke_broker(mq, request, LONG_POLL_TIMEOUT)
-                result = api.parse_pull_response(response, mq, sub)
+                # To the broker id the last answer suggested (a slave, or any node while the
+                # master is out of the route), as Java's PullAPIWrapper.
+                result = await c.instance.run(
+                    sendapi.pull_call(c.instance.route_table, c.pull_nodes, mq, build, sub),
+                    LONG_POLL_TIMEOUT)
             except Exception as e:
                 if pq.dropped or not c.running:
                     return

@@ -30,6 +30,8 @@ __all__ = [
     "subscribe_queues",
     "master_addresses",
     "broker_address",
+    "FindBrokerResult",
+    "PullFromWhichNode",
     "make_client_id",
     "local_ip",
 ]
@@ -131,9 +133,67 @@ class RouteTable:
         """Every master address the routes name, sorted."""
         return sorted({addrs[MASTER_ID] for addrs in self.brokers.values() if MASTER_ID in addrs})
 
+    def find_broker_address_in_subscribe(self, broker_name: str, broker_id: int,
+                                         only_this_broker: bool) -> FindBrokerResult | None:
+        """
+        Java 4.9 ``MQClientInstance.findBrokerAddressInSubscribe``: *broker_id*'s address of
+        *broker_name*; for a slave id not there, the next id's; else, unless
+        *only_this_broker*, the lowest id the routes name (Java's first entry of a small-keyed
+        ``HashMap``), so a consumer reads from a slave while the master is out of the route.
+        """
+        addrs = self.brokers.get(broker_name)
+        if not addrs:
+            return None
+        slave = broker_id != MASTER_ID
+        addr = addrs.get(broker_id)
+        if addr is None and slave:
+            addr = addrs.get(broker_id + 1)
+        if addr is None:
+            if only_this_broker:
+                return None
+            first = min(addrs)
+            addr, slave = addrs[first], first != MASTER_ID
+        return FindBrokerResult(addr, slave)
+
+    def all_addresses(self) -> list[str]:
+        """Every broker address (masters and slaves) the routes name, sorted."""
+        return sorted({addr for addrs in self.brokers.values() for addr in addrs.values()})
+
     def watch(self, topic: str) -> None:
         """Keep *topic*'s route fresh from now on (where a timer does that)."""
         self.watched.add(topic)
+
+
+@dataclass(frozen=True, slots=True)
+class FindBrokerResult:
+    """Java ``FindBrokerResult``: a broker address and whether it is a slave's."""
+
+    broker_addr: str
+    slave: bool
+
+
+class PullFromWhichNode:
+    """
+    Java 4.9 ``PullAPIWrapper``'s ``pullFromWhichNodeTable``: the broker id each queue's last
+    pull answer suggested (``suggestWhichBrokerId``), where its next pull goes; with
+    :attr:`connect_broker_by_user`, always :attr:`default_broker_id`. Bounded by the
+    queues the consumer ever pulled, as Java's.
+    """
+
+    def __init__(self) -> None:
+        self.table: dict[MessageQueue, int] = {}
+        self.connect_broker_by_user = False
+        self.default_broker_id = MASTER_ID
+
+    def update(self, mq: MessageQueue, broker_id: int) -> None:
+        """A pull answer of *mq* suggested *broker_id*."""
+        self.table[mq] = broker_id
+
+    def recalculate(self, mq: MessageQueue) -> int:
+        """The broker id to pull *mq* from next (the master until an answer says otherwise)."""
+        if self.connect_broker_by_user:
+            return self.default_broker_id
+        return self.table.get(mq, MASTER_ID)
 
 
 def broker_address(route: TopicRouteData, broker_name: str, *, master_only: bool = True) -> str | None:

@@ -630,6 +630,7 @@ def pull_request(
     *,
     commit_offset: int = 0,
     suspend_timeout_ms: int = 0,
+    slave: bool = False,
 ) -> RemotingCommand:
     """
     PULL_MESSAGE (11), with the subscription in the header so the broker filters without a
@@ -638,9 +639,11 @@ def pull_request(
     :param commit_offset: > 0 also commits that offset (``FLAG_COMMIT_OFFSET``).
     :param suspend_timeout_ms: > 0 asks the broker to hold the request that long when there
         is nothing new (long polling); the caller's timeout must exceed it.
+    :param slave: the request goes to a slave: the commit flag is left out but the
+        ``commitOffset`` field kept, as Java's ``clearCommitOffsetFlag`` does.
     """
     sys_flag = PullSysFlag.SUBSCRIPTION
-    if commit_offset > 0:
+    if commit_offset > 0 and not slave:
         sys_flag |= PullSysFlag.COMMIT_OFFSET
     if suspend_timeout_ms > 0:
         sys_flag |= PullSysFlag.SUSPEND

@@ -27,10 +27,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rocketmq_tx.common.clientroute import NameServerList, RouteTable, TopicPublishInfo, publish_info, select_by_hash
+from rocketmq_tx.common.clientroute import (
+    FindBrokerResult,
+    NameServerList,
+    PullFromWhichNode,
+    RouteTable,
+    TopicPublishInfo,
+    publish_info,
+    select_by_hash,
+)
 from rocketmq_tx.common.message import Message, MessageQueue
 from rocketmq_tx.common.msgid import UniqueKeyGenerator
-from rocketmq_tx.common.route import TopicRouteData
+from rocketmq_tx.common.route import MASTER_ID, TopicRouteData
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.api import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS, MQClientError, SendResult
 from rocketmq_tx.remoting.codes import ResponseCode
@@ -39,7 +47,7 @@ from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, Warn
 
 __all__ = ["MessageQueueSelector", "ProducerBase", "namesrv_call", "update_route", "route", "broker_addr",
-           "broker_call"]
+           "subscribe_addr", "pull_call", "offset_call", "broker_call"]
 
 #: ``selector(queues, message, arg) -> queue`` for ordered sends (Java ``MessageQueueSelector``).
 MessageQueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
@@ -120,6 +128,54 @@ def broker_call(routes: RouteTable, mq: MessageQueue, request: RemotingCommand, 
     """*request* to the master of *mq*'s broker (``None`` back when *oneway*)."""
     addr = yield from broker_addr(routes, mq)
     return (yield Call(addr, request, timeout=timeout, oneway=oneway))
+
+
+def subscribe_addr(routes: RouteTable, mq: MessageQueue, broker_id: int, *,
+                   only_this_broker: bool = False) -> Plan[FindBrokerResult]:
+    """
+    Where a consumer reaches *mq*'s broker (Java's pull and offset-store look-ups):
+    :meth:`RouteTable.find_broker_address_in_subscribe`, and when that finds nothing the
+    topic's route read again and any address of the broker name taken.
+
+    :raises MQClientError: the broker name is in no route.
+    """
+    found = routes.find_broker_address_in_subscribe(mq.broker_name, broker_id, only_this_broker)
+    if found is None:
+        try:
+            yield from update_route(routes, mq.topic)
+        except (RemotingError, MQBrokerError):
+            pass  # Java logs a failed route read and looks again in what it has
+        found = routes.find_broker_address_in_subscribe(mq.broker_name, broker_id, False)
+        if found is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+    return found
+
+
+def pull_call(routes: RouteTable, nodes: PullFromWhichNode, mq: MessageQueue,
+              build: Callable[..., RemotingCommand], subscription: Any,
+              timeout: float | None = None) -> Plan[api.PullResult]:
+    """
+    Java 4.9 ``PullAPIWrapper.pullKernelImpl`` + ``processPullResult``: pull *mq* from the
+    broker id its last answer suggested (the master at first, any address of the broker
+    when that id is gone), ``build(slave=...)`` the request knowing whether that is a slave
+    (a slave is not asked to commit the offset), and remember the answer's suggestion.
+    """
+    found = yield from subscribe_addr(routes, mq, nodes.recalculate(mq))
+    response = yield Call(found.broker_addr, build(slave=found.slave), timeout=timeout)
+    result = api.parse_pull_response(response, mq, subscription)
+    nodes.update(mq, result.suggest_which_broker_id)
+    return result
+
+
+def offset_call(routes: RouteTable, mq: MessageQueue, request: RemotingCommand, timeout: float | None = None,
+                *, oneway: bool = False) -> Plan[Any]:
+    """
+    QUERY/UPDATE_CONSUMER_OFFSET as Java 4.9's ``RemoteBrokerOffsetStore``: to the master of
+    *mq*'s broker; when the route has none, after a route read, to any address of it (a
+    slave while its master is down). The answer, or ``None`` when *oneway*.
+    """
+    found = yield from subscribe_addr(routes, mq, MASTER_ID, only_this_broker=True)
+    return (yield Call(found.broker_addr, request, timeout=timeout, oneway=oneway))
 
 
 # --------------------------------------------------------------------------- producer

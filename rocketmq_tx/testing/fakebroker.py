@@ -87,6 +87,10 @@ class FakeCluster:
     :ivar kv: the name server's KV configuration, ``(namespace, key)`` to value.
     :ivar deleted: ``(addr, topic)`` of every DELETE_TOPIC_IN_BROKER / _IN_NAMESRV received.
     :ivar ended: ``(addr, header, remark)`` of every END_TRANSACTION received.
+    :ivar slaves: broker name to the address of its slave (broker id 1), which shares the
+        master's messages and offsets (as replication and SlaveSynchronize would leave them).
+    :ivar unrouted: addresses the name server leaves out of routes (a master that died).
+    :ivar suggest: address to the ``suggestWhichBrokerId`` its pull answers carry.
     """
 
     def __init__(self, brokers: dict[str, str] | None = None, namesrvs: tuple[str, ...] = ("127.0.0.1:9876",),
@@ -112,6 +116,9 @@ class FakeCluster:
         self.kv: dict[tuple[str, str], str] = {}
         self.deleted: list[tuple[str, str]] = []
         self.ended: list[tuple[str, EndTransactionRequestHeader, str | None]] = []
+        self.slaves: dict[str, str] = {}
+        self.unrouted: set[str] = set()
+        self.suggest: dict[str, int] = {}
 
     # ---------------------------------------------------------------- scripting
     def add_topic(self, topic: str, queues: int | None = None) -> None:
@@ -168,8 +175,14 @@ class FakeCluster:
         queues = self.topics[topic]
         return TopicRouteData(
             [QueueData(name, queues, queues, 6) for name in sorted(self.brokers)],
-            [BrokerData(self.cluster_name, name, {0: addr}) for name, addr in sorted(self.brokers.items())],
+            [BrokerData(self.cluster_name, name, self._broker_addrs(name)) for name in sorted(self.brokers)],
         )
+
+    def _broker_addrs(self, name: str) -> dict[int, str]:
+        addrs = {0: self.brokers[name]}
+        if name in self.slaves:
+            addrs[1] = self.slaves[name]
+        return {i: a for i, a in addrs.items() if a not in self.unrouted}
 
     def _route(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         topic = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields).topic
@@ -182,7 +195,7 @@ class FakeCluster:
 
     # ---------------------------------------------------------------- broker
     def _broker_name(self, addr: str) -> str:
-        return next(name for name, a in self.brokers.items() if a == addr)
+        return next(name for table in (self.brokers, self.slaves) for name, a in table.items() if a == addr)
 
     def _store(self, addr: str, topic: str, queue_id: int, msg: MessageExt) -> MessageExt:
         stored = self.messages[(self._broker_name(addr), topic, queue_id)]
@@ -244,7 +257,8 @@ class FakeCluster:
             tags = {t.strip() for t in h.subscription.split("||")}
 
         def respond(code: int, next_offset: int, body: bytes = b"") -> RemotingCommand:
-            ext = PullMessageResponseHeader(0, next_offset, min_offset, max_offset).to_ext_fields()
+            ext = PullMessageResponseHeader(self.suggest.get(addr, 0), next_offset, min_offset,
+                                            max_offset).to_ext_fields()
             return request.make_response(code, None if code == 0 else "scripted", ext, body)
 
         if h.queue_offset > max_offset or h.queue_offset < 0:
@@ -542,6 +556,13 @@ class ThreadedFakeServer:
     @property
     def namesrv_addr(self) -> str:
         return ";".join(self.cluster.namesrvs)
+
+    def add_slave(self, broker_name: str) -> str:
+        """Listen for *broker_name*'s slave (broker id 1, see :attr:`FakeCluster.slaves`); its address."""
+        addr = self._listen()
+        self.cluster.slaves[broker_name] = addr
+        threading.Thread(target=self._accept, args=(self._listeners[addr], addr), daemon=True).start()
+        return addr
 
     def _listen(self) -> str:
         sock = socket.socket()

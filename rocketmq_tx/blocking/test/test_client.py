@@ -209,6 +209,27 @@ class PullClientTests(Base):
         self.assertEqual(self.pull.committed_offset(self.mq), 3)
         self.assertEqual(self.cluster.offsets[("CG", "T", 0)], 3)
 
+    def test_slave_read(self) -> None:
+        """Java 4.9's PullAPIWrapper: pull where the answer suggests; offsets to the master, else the slave."""
+        slave = self.server.add_slave("broker-a")
+        master = self.cluster.brokers["broker-a"]
+        self.cluster.suggest[master] = 1
+        self.pull.client.route("T", refresh=True)
+        self.assertEqual(len(self.pull.pull(self.mq, 0, 2).msg_found_list), 2)
+        self.assertEqual([m.body for m in self.pull.pull(self.mq, 2, 2).msg_found_list], [b"m2", b"m3"])
+        self.assertEqual([a for a, _ in self.cluster.requests(RequestCode.PULL_MESSAGE)], [master, slave])
+        self.pull.commit_offset(self.mq, 4)
+        self.assertEqual(self.cluster.requests(RequestCode.UPDATE_CONSUMER_OFFSET)[-1][0], master)
+        self.cluster.unrouted.add(master)  # the master died: routes name the slave alone
+        self.pull.client.route("T", refresh=True)
+        self.pull.commit_offset(self.mq, 5)
+        self.assertEqual(self.cluster.requests(RequestCode.UPDATE_CONSUMER_OFFSET)[-1][0], slave)
+        self.assertEqual(self.pull.committed_offset(self.mq), 5)
+        self.cluster.unrouted.clear()
+        self.pull.client.route("T", refresh=True)
+        self.pull.send_heartbeat(["T"])  # a consumer's heartbeat reaches the slave too (Java 4.9)
+        self.assertIn(slave, self.cluster.heartbeats)
+
     def test_broker_error_code(self) -> None:
         self.cluster.script(RequestCode.PULL_MESSAGE, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
         error = self.assertRaises(MQBrokerError, self.pull.pull, self.mq, 0)

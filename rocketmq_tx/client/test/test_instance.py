@@ -21,6 +21,21 @@ class InstanceTests(SynchronousTestCase):
         self.net = FakeNetwork(self.cluster)
         self.instance = MQClientInstance(self.net.reactor, "10.0.0.9:9876;10.0.0.10:9876", remoting=self.net.client)
 
+    def test_heartbeat_to_slaves_with_a_consumer_only(self) -> None:
+        """Java 4.9's sendHeartbeatToAllBroker: slaves get heartbeats only from a client with a consumer group."""
+        self.cluster.slaves["broker-a"] = "10.0.0.11:10911"
+        d = self.instance.update_route("T")
+        self.net.flush()
+        self.successResultOf(d)
+        self.instance.register_producer("PG")
+        self.instance.send_heartbeat_to_all_brokers()
+        self.net.flush()
+        self.assertEqual(sorted(self.cluster.heartbeats), ["10.0.0.1:10911", "10.0.0.2:10911"])
+        self.instance.register_consumer("CG", lambda: ConsumerData("CG"))
+        self.instance.send_heartbeat_to_all_brokers()
+        self.net.flush()
+        self.assertEqual(sorted(self.cluster.heartbeats), ["10.0.0.11:10911", "10.0.0.1:10911", "10.0.0.2:10911"])
+
     def test_client_id(self) -> None:
         self.assertRegex(self.instance.client_id, re.compile(r"^[0-9a-f.:]+@\d+#\d+$"))
 

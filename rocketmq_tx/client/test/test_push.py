@@ -10,6 +10,7 @@ from rocketmq_tx.client.litepull import CONSUME_FROM_FIRST_OFFSET
 from rocketmq_tx.client.push import ConsumeOrderlyStatus, ConsumeStatus, PushConsumer
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers.client import ConsumerSendMsgBackRequestHeader
+from rocketmq_tx.remoting.headers.pull import PullMessageRequestHeader, PullSysFlag
 from rocketmq_tx.testing.fakebroker import FakeCluster
 from rocketmq_tx.testing.fakenet import FakeNetwork
 
@@ -343,3 +344,73 @@ class RunningInfoTests(SynchronousTestCase):
         self.assertIn('"locked":true', text)
         self.assertEqual(self.ask("OTHER").code, 1)
 
+
+
+class SlaveFailoverTests(SynchronousTestCase):
+    """Java 4.9's consumer with a master-slave pair: reads from the slave while the master is out of the route."""
+
+    SLAVE = "10.0.0.11:10911"
+
+    def setUp(self) -> None:
+        self.cluster = FakeCluster({"broker-a": BROKER})
+        self.cluster.slaves["broker-a"] = self.SLAVE
+        self.cluster.add_topic("T", 1)
+        self.net = FakeNetwork(self.cluster)
+        self.instance = MQClientInstance(self.net.reactor, "127.0.0.1:9876", remoting=self.net.client)
+        self.producer = Producer("PG", instance=self.instance)
+        self.received: list[bytes] = []
+
+    def send(self, body: bytes) -> None:
+        d = self.producer.send(Message("T", body), queue=MessageQueue("T", "broker-a", 0))
+        self.net.flush()
+        self.successResultOf(d)
+
+    def pulled_from(self) -> list[str]:
+        return [addr for addr, _ in self.cluster.requests(RequestCode.PULL_MESSAGE)]
+
+    def test_master_killed_then_back(self) -> None:
+        self.send(b"m0")
+        consumer = PushConsumer("CG", instance=self.instance, consume_from_where=CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("T", "*")
+
+        def listener(msgs):  # type: ignore[no-untyped-def]
+            self.received.extend(m.body for m in msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumer.register_listener(listener)
+        consumer.start()
+        self.net.flush()
+        self.assertEqual(self.received, [b"m0"])
+        self.assertEqual(set(self.pulled_from()), {BROKER})
+        # a consumer's heartbeats go to the slave too (Java 4.9)
+        self.assertEqual({a for a, _ in self.cluster.requests(RequestCode.HEART_BEAT)}, {BROKER, self.SLAVE})
+        self.send(b"m1")  # replicated before the master dies (the fake's slave shares its messages)
+        self.net.kill(BROKER)
+        self.cluster.unrouted.add(BROKER)  # the name server drops the dead master
+        self.net.advance(1.0)
+        seen = len(self.cluster.seen)
+        for _ in range(80):  # pulls fail every 3 s until the 30 s route refresh names the slave alone
+            self.net.advance(1.0)
+        self.assertEqual(self.received, [b"m0", b"m1"])
+        self.assertEqual(self.pulled_from()[-1], self.SLAVE)
+        slave_pulls = [PullMessageRequestHeader.from_ext_fields(r.ext_fields)
+                       for a, r in self.cluster.seen[seen:] if a == self.SLAVE and r.code == RequestCode.PULL_MESSAGE]
+        self.assertTrue(slave_pulls)
+        self.assertFalse(any(h.sys_flag & PullSysFlag.COMMIT_OFFSET for h in slave_pulls))
+        # the periodic commit goes to the slave while no master is in the route (Java's RemoteBrokerOffsetStore)
+        self.assertIn(self.SLAVE, [a for a, _ in self.cluster.requests(RequestCode.UPDATE_CONSUMER_OFFSET)])
+        self.assertEqual(self.cluster.offsets[("CG", "T", 0)], 2)
+        # the master restarts and is routed again: pulls and commits go back to it
+        self.cluster.down.discard(BROKER)
+        self.cluster.unrouted.clear()
+        for _ in range(40):
+            self.net.advance(1.0)
+        self.send(b"m2")
+        self.net.advance(2.0)
+        self.assertEqual(self.received, [b"m0", b"m1", b"m2"])
+        self.net.advance(2.0)  # a pull held by the slave answers; the slave suggests the master (id 0)
+        self.assertEqual(self.pulled_from()[-1], BROKER)
+        self.assertEqual(self.cluster.requests(RequestCode.UPDATE_CONSUMER_OFFSET)[-1][0], BROKER)
+        d = consumer.stop()
+        self.net.flush()
+        self.successResultOf(d)

@@ -9,7 +9,10 @@ from collections import Counter
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.common.clientroute import (
+    FindBrokerResult,
     NameServerList,
+    PullFromWhichNode,
+    RouteTable,
     make_client_id,
     publish_info,
     select_by_hash,
@@ -76,3 +79,41 @@ class QueueTests(SynchronousTestCase):
         self.assertRegex(make_client_id("1.2.3.4"), re.compile(r"^1\.2\.3\.4@\d+#\d+$"))
         self.assertEqual(make_client_id("1.2.3.4", "inst"), "1.2.3.4@inst")
         self.assertNotEqual(make_client_id("h"), make_client_id("h"))
+
+
+class FindBrokerTests(SynchronousTestCase):
+    """Java 4.9 ``findBrokerAddressInSubscribe`` and ``PullAPIWrapper``'s node table."""
+
+    def routes(self, addrs: dict[int, str]) -> RouteTable:
+        routes = RouteTable("ns:1")
+        routes.put("T", TopicRouteData([QueueData("broker-a", 4, 4, 6)], [BrokerData("C", "broker-a", addrs)]))
+        return routes
+
+    def test_requested_id(self) -> None:
+        routes = self.routes({0: "m:1", 1: "s:1"})
+        self.assertEqual(routes.find_broker_address_in_subscribe("broker-a", 0, False), FindBrokerResult("m:1", False))
+        self.assertEqual(routes.find_broker_address_in_subscribe("broker-a", 1, True), FindBrokerResult("s:1", True))
+        self.assertIsNone(routes.find_broker_address_in_subscribe("broker-b", 0, False))
+
+    def test_next_slave_id(self) -> None:
+        """A slave id not in the route: the next id's address, still a slave."""
+        routes = self.routes({0: "m:1", 2: "s:2"})
+        self.assertEqual(routes.find_broker_address_in_subscribe("broker-a", 1, True), FindBrokerResult("s:2", True))
+
+    def test_any_address_unless_only_this_broker(self) -> None:
+        """The master out of the route: the lowest id there is, flagged as a slave; none with only_this_broker."""
+        routes = self.routes({1: "s:1", 2: "s:2"})
+        self.assertIsNone(routes.find_broker_address_in_subscribe("broker-a", 0, True))
+        self.assertEqual(routes.find_broker_address_in_subscribe("broker-a", 0, False), FindBrokerResult("s:1", True))
+        # a slave id gone, the master back: the master, not a slave
+        routes = self.routes({0: "m:1"})
+        self.assertEqual(routes.find_broker_address_in_subscribe("broker-a", 1, False), FindBrokerResult("m:1", False))
+
+    def test_pull_from_which_node(self) -> None:
+        nodes = PullFromWhichNode()
+        mq = MessageQueue("T", "broker-a", 0)
+        self.assertEqual(nodes.recalculate(mq), 0)
+        nodes.update(mq, 1)
+        self.assertEqual((nodes.recalculate(mq), nodes.recalculate(MessageQueue("T", "broker-a", 1))), (1, 0))
+        nodes.connect_broker_by_user, nodes.default_broker_id = True, 2
+        self.assertEqual(nodes.recalculate(mq), 2)

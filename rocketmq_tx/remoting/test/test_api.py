@@ -205,6 +205,9 @@ class PullTests(SynchronousTestCase):
                          ("CG", 2, 10, 32, PullSysFlag.SUBSCRIPTION, "TagA", 77, "broker-a"))
         long_poll = api.pull_request("CG", MQ, 0, 1, sub, commit_offset=5, suspend_timeout_ms=15000)
         self.assertEqual(int(long_poll.ext_fields["sysFlag"]), 0x7)
+        # to a slave: Java's clearCommitOffsetFlag drops the flag but the header keeps the offset
+        to_slave = api.pull_request("CG", MQ, 0, 1, sub, commit_offset=5, suspend_timeout_ms=15000, slave=True)
+        self.assertEqual((int(to_slave.ext_fields["sysFlag"]), to_slave.ext_fields["commitOffset"]), (0x6, "5"))
 
     def test_found_filters_and_annotates(self) -> None:
         """FOUND: records decoded, other tags dropped, MIN/MAX_OFFSET added, TRAN_MSG gets a transaction id."""

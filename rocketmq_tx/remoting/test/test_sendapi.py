@@ -10,7 +10,7 @@ from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.common.clientroute import RouteTable
+from rocketmq_tx.common.clientroute import PullFromWhichNode, RouteTable
 from rocketmq_tx.common.message import Message, MessageQueue
 from rocketmq_tx.remoting import (
     MQBrokerError,
@@ -20,8 +20,16 @@ from rocketmq_tx.remoting import (
     ResponseCode,
     sendapi,
 )
-from rocketmq_tx.remoting.api import MQClientError, SendStatus, get_max_offset_request
+from rocketmq_tx.remoting.api import (
+    MQClientError,
+    SendStatus,
+    SubscriptionData,
+    get_max_offset_request,
+    pull_request,
+    update_consumer_offset_request,
+)
 from rocketmq_tx.remoting.command import RemotingCommand
+from rocketmq_tx.remoting.headers.pull import PullMessageRequestHeader, PullSysFlag
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, Warn, run_plan
 from rocketmq_tx.testing.fakebroker import SILENT, FakeCluster
 
@@ -276,3 +284,67 @@ class SendTests(Base):
         self.cluster.script(RequestCode.GET_ROUTEINFO_BY_TOPIC, SILENT, addr=NS1)
         self.assertEqual(Producer(self).send(Message("T", b"x")).send_status, SendStatus.SEND_OK)
         self.assertEqual(self.routes.namesrvs.ordered()[0], NS2)
+
+
+class SlaveReadTests(Base):
+    """Java 4.9's consumer rules for a master-slave pair: pull where suggested, offsets to the master."""
+
+    MASTER, SLAVE = "10.0.0.1:10911", "10.0.0.11:10911"
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.cluster.slaves["broker-a"] = self.SLAVE
+        self.mq = MessageQueue("T", "broker-a", 0)
+        self.nodes = PullFromWhichNode()
+        self.drive(sendapi.update_route(self.routes, "T"))
+        self.sub = SubscriptionData.build("T", "*")
+
+    def pull(self, offset: int = 0) -> tuple[str, PullMessageRequestHeader]:
+        def build(*, slave: bool) -> RemotingCommand:
+            return pull_request("CG", self.mq, offset, 32, self.sub, commit_offset=7, slave=slave)
+
+        self.drive(sendapi.pull_call(self.routes, self.nodes, self.mq, build, self.sub))
+        addr, request = self.cluster.requests(RequestCode.PULL_MESSAGE)[-1]
+        return addr, PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+
+    def test_follows_suggest_which_broker_id(self) -> None:
+        """The master first; its answer's suggestion sends the next pull to the slave, without the commit flag."""
+        self.cluster.suggest[self.MASTER] = 1
+        addr, header = self.pull()
+        self.assertEqual((addr, header.sys_flag & PullSysFlag.COMMIT_OFFSET), (self.MASTER, PullSysFlag.COMMIT_OFFSET))
+        self.assertEqual(self.nodes.recalculate(self.mq), 1)
+        addr, header = self.pull()
+        self.assertEqual((addr, header.sys_flag & PullSysFlag.COMMIT_OFFSET, header.commit_offset),
+                         (self.SLAVE, 0, 7))
+        # the slave suggests the master again (Java's slave does unless slaveReadEnable says otherwise)
+        self.assertEqual(self.pull()[0], self.MASTER)
+
+    def test_master_gone_reads_from_slave_and_returns(self) -> None:
+        """The master out of the route: the route is read again and the slave pulled; back when it returns."""
+        self.cluster.unrouted.add(self.MASTER)
+        reads = self.route_reads("T")
+        # the cached route still names the master: Java pulls it (and fails) until the route is re-read
+        self.assertEqual(self.pull()[0], self.MASTER)
+        self.drive(sendapi.update_route(self.routes, "T"))
+        addr, header = self.pull()
+        self.assertEqual((addr, header.sys_flag & PullSysFlag.COMMIT_OFFSET), (self.SLAVE, 0))
+        self.assertEqual(self.route_reads("T"), reads + 1)
+        self.cluster.unrouted.clear()
+        self.drive(sendapi.update_route(self.routes, "T"))
+        self.assertEqual(self.pull()[0], self.MASTER)
+
+    def test_offsets_to_master_else_slave(self) -> None:
+        """QUERY/UPDATE_CONSUMER_OFFSET go to the master; with none in the route, after a re-read, to the slave."""
+        request = update_consumer_offset_request("CG", self.mq, 3)
+        self.drive(sendapi.offset_call(self.routes, self.mq, request))
+        self.assertEqual(self.cluster.requests(RequestCode.UPDATE_CONSUMER_OFFSET)[-1][0], self.MASTER)
+        self.cluster.unrouted.add(self.MASTER)
+        self.drive(sendapi.update_route(self.routes, "T"))
+        reads = self.route_reads("T")
+        self.drive(sendapi.offset_call(self.routes, self.mq, update_consumer_offset_request("CG", self.mq, 4)))
+        self.assertEqual(self.cluster.requests(RequestCode.UPDATE_CONSUMER_OFFSET)[-1][0], self.SLAVE)
+        self.assertEqual(self.route_reads("T"), reads + 1)  # Java reads the route each time the master is missing
+        self.cluster.brokers.clear()
+        self.cluster.slaves.clear()
+        self.routes.brokers.clear()
+        self.assertRaises(MQClientError, self.drive, sendapi.offset_call(self.routes, self.mq, request))
