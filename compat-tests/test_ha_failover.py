@@ -234,9 +234,13 @@ def run_kill_points(c: Cluster, points: int, seed: int) -> dict[str, int]:
     c.wait_all_consumed("before any kill")
     # what steers the consumers: a pull of the slave (slaveReadEnable) finds the messages and
     # suggests the group's brokerId, the master (0); so does the master, its data in memory
+    # (a Java slave acknowledges bytes before its ConsumeQueue has them: poll until it serves them)
     for addr in (c.pair.slave_addr, c.pair.master_addr):
+        deadline = time.monotonic() + STEP
         with BlockingConnection(addr) as conn:
-            r = tb.pull(conn, "HA_FO_JAVA", TOPIC, 0, 0)
+            while (r := tb.pull(conn, "HA_FO_JAVA", TOPIC, 0, 0)).code != ResponseCode.SUCCESS \
+                    and time.monotonic() < deadline:
+                time.sleep(0.2)  # polling the slave's dispatch, bounded
         assert (r.code, r.ext_fields["suggestWhichBrokerId"]) == (ResponseCode.SUCCESS, "0"), (addr, r)
     for k in range(points):
         c.send(rnd.randint(1, 60))

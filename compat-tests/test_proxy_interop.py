@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import functools
 import json
 import re
 import subprocess
@@ -39,7 +40,7 @@ import txharness as txh
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.common.message import MessageExt
 from rocketmq_tx.common.messagecodec import decode_messages
-from rocketmq_tx.remoting import ResponseCode
+from rocketmq_tx.remoting import RemotingCommand, ResponseCode
 
 pytestmark = pytest.mark.compat
 
@@ -337,10 +338,19 @@ def peer(b: Backend, *args: object) -> dict:
 
 def read_queue(b: Backend, topic: str, queue_id: int) -> list[MessageExt]:
     with BlockingConnection(b.broker_addr) as conn:
+        def pull(offset: int) -> RemotingCommand | None:
+            response = tb.pull(conn, "CG_proxy_readback", topic, queue_id, offset)
+            return None if response.code == ResponseCode.TOPIC_NOT_EXIST else response
+
         end = tb.max_offset(conn, topic, queue_id)
         out: list[MessageExt] = []
         while len(out) < end:
-            response = tb.pull(conn, "CG_proxy_readback", topic, queue_id, len(out))
+            # The half and op topics enter the topic table with the broker's first transaction
+            # check (Java's TransactionalMessageBridge.selectTopicConfig), up to
+            # transactionCheckInterval after its start (60 s on 4.9 and ours, 30 s on 5.x);
+            # until then a pull answers TOPIC_NOT_EXIST on either broker.
+            response = poll(f"{topic} in {b.name}'s topic table", functools.partial(pull, len(out)),
+                            timeout=90.0, interval=1.0)
             assert response.code == ResponseCode.SUCCESS, (b.name, topic, response)
             out += decode_messages(response.body)
         return out
