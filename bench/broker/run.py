@@ -120,6 +120,7 @@ from brokerbench.report import (  # noqa: E402
     ACL_ROWS,
     mean_of_rounds,
     median_of_rounds,
+    ratio_table,
     report,
     tls_report,
     write_results,
@@ -289,7 +290,7 @@ def main_five(args: argparse.Namespace, targets: list[str], tools_cp: str) -> No
         name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
         results[name] = measured(kind, name, args, tools_cp, False,
                                  lambda target: five.bench_five(target, tools_cp, args, parts, seconds, warmup))
-    text = five.table_text(five.five_rows(results), list(results)) + "\n\n" + features.loads_text(results)
+    text = ratio_table(five.five_rows(results), list(results)) + "\n\n" + features.loads_text(results)
     print(text)
     head: dict = {"mode": "five", "parts": list(parts)}
     if "pop" in parts:
@@ -311,7 +312,7 @@ def main_ha(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None
     for kind in targets:
         name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
         results[name] = ha.measured_ha(kind, name, args, tools_cp, seconds, warmup)
-    text = ha.table_text(ha.ha_rows(results), list(results)) + "\n\n" + features.loads_text(results)
+    text = ratio_table(ha.ha_rows(results), list(results)) + "\n\n" + features.loads_text(results)
     print(text)
     path, raw = write_results("ha", started, args, {"mode": "ha", "seconds": seconds, "warmup_phase_s": warmup},
                               {}, results, text)

@@ -21,7 +21,7 @@ import time
 import rocketmq_java
 
 from .peers import BenchHome, Target, cpu_seconds, rss_kib
-from .report import get, ratio
+from .report import get, ratio, ratio_table
 from .settings import BODY_SIZE, TOOL_JVM, log
 from .tools import FIRST_REPORT_TIMEOUT, Tool, ensure_topic, mean, run_producer
 
@@ -241,9 +241,7 @@ def table_text(rows: list[dict], names: list[str], mode: str) -> str:
                                                                row[n]["transactional_over_plain"])),
                  row.get("tx_ratio_over_java_ratio"), row.get("goal", ""), row.get("met", "")] for row in rows]
     else:
-        headers = ["figure", *names, "tx / Java", "goal", "met"]
-        body = [[row["figure"], *(row[n] for n in names), row.get("tx_over_java"), row.get("goal", ""),
-                 row.get("met", "")] for row in rows]
+        return ratio_table(rows, names)
     return table(headers, [["" if v is None else v for v in r] for r in body])
 
 

@@ -236,15 +236,6 @@ def five_rows(results: dict[str, dict]) -> list[dict]:
     return rows
 
 
-def table_text(rows: list[dict], names: list[str]) -> str:
-    from _common import table
-
-    headers = ["figure", *names, "tx / Java", "goal", "met"]
-    body = [[row["figure"], *(row[n] for n in names), row.get("tx_over_java"), row.get("goal", ""),
-             row.get("met", "")] for row in rows]
-    return table(headers, [["" if v is None else v for v in r] for r in body])
-
-
 def summarize(raw: dict, raw_path=None) -> dict:
     """The JSON summary of a ``--pop`` / ``--timer`` raw results file."""
     results = raw["results"]

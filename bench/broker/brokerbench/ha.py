@@ -296,15 +296,6 @@ def measured_ha(kind: str, name: str, args, tools_cp: str, seconds: float, warmu
     return result
 
 
-def table_text(rows: list[dict], names: list[str]) -> str:
-    from _common import table
-
-    headers = ["figure", *names, "tx / Java", "goal", "met"]
-    body = [[row["figure"], *(row[n] for n in names), row.get("tx_over_java"), row.get("goal", ""),
-             row.get("met", "")] for row in rows]
-    return table(headers, [["" if v is None else v for v in r] for r in body])
-
-
 def summarize(raw: dict, raw_path=None) -> dict:
     """The JSON summary of a ``--ha`` raw results file."""
     results = raw["results"]
@@ -321,4 +312,4 @@ def summarize(raw: dict, raw_path=None) -> dict:
     }
 
 
-__all__ = ["measured_ha", "ha_rows", "summarize", "table_text"]
+__all__ = ["measured_ha", "ha_rows", "summarize"]

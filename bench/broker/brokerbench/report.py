@@ -102,6 +102,14 @@ def ratio(a: object, b: object) -> float | None:
     return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
 
 
+def ratio_table(rows: list[dict], names: list[str]) -> str:
+    """The feature modes' table: a row per figure, one column per target, tx / Java, the goal."""
+    headers = ["figure", *names, "tx / Java", "goal", "met"]
+    body = [[row["figure"], *(row[n] for n in names), row.get("tx_over_java"), row.get("goal", ""),
+             row.get("met", "")] for row in rows]
+    return table(headers, [["" if v is None else v for v in r] for r in body])
+
+
 def report(results: dict[str, dict]) -> str:
     """The full run's table: each figure for both targets, tx / Java, the goal."""
     tx = results.get("rocketmq_tx")
