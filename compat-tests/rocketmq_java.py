@@ -21,7 +21,10 @@ from pathlib import Path
 
 import javaharness as jh
 
+from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.blocking.client import BlockingMQClient
+from rocketmq_tx.remoting import RemotingCommand, RequestCode
+from rocketmq_tx.remoting.errors import RemotingConnectError, RemotingTimeoutError
 
 __all__ = ["JavaHome", "JavaCluster", "start_namesrv", "start_broker", "java_cluster", "mqadmin", "mqadmin_batch",
            "free_port_block"]
@@ -137,7 +140,29 @@ def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broke
                 shutil.rmtree(store, ignore_errors=True)
                 continue
             raise
-        return proc, f"127.0.0.1:{chosen}", home
+        addr = f"127.0.0.1:{chosen}"
+        _wait_store_stats(addr)
+        return proc, addr, home
+
+
+def _wait_store_stats(addr: str, timeout: float = 15.0) -> None:
+    """A Java broker prints "boot success" before its StoreStatsService has taken its first
+    sample (1 s after the store starts); until then GET_BROKER_RUNTIME_INFO fails with
+    NoSuchElementException (mqadmin clusterList shows an empty row). Wait for any other
+    answer: SUCCESS, or an ACL refusal. A TLS-only broker closes a plain connection: not
+    checked."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with BlockingConnection(addr) as conn:
+                r = conn.invoke(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 3)
+        except (RemotingConnectError, RemotingTimeoutError):
+            return
+        if "NoSuchElementException" not in (r.remark or ""):
+            return
+        if time.monotonic() > deadline:
+            raise jh.JavaStartError(f"the Java broker at {addr} did not answer its runtime info in {timeout} s: {r}")
+        time.sleep(0.1)
 
 
 def _start_broker(classpath: str, namesrv_addr: str, port: int, store: Path, broker_name: str, cluster: str,

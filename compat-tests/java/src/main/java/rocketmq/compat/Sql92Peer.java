@@ -73,13 +73,32 @@ public final class Sql92Peer {
 
     /**
      * The client refuses to pull with SQL92 from a broker whose version it has not learnt
-     * yet (its heartbeat's answer): route the topic and send a heartbeat now, rather than
-     * wait for the client's own timers.
+     * yet (its heartbeat's answer): route the topic and send heartbeats now, rather than
+     * wait for the client's own timers, until every broker of the route has a version. One
+     * heartbeat is not enough: sendHeartbeatToAllBrokerWithLock does nothing while the
+     * client's own heartbeat task holds its lock.
      */
-    private static void meetBrokers(ClientConfig config, String topic) {
+    private static void meetBrokers(ClientConfig config, String topic) throws InterruptedException {
         MQClientInstance factory = MQClientManager.getInstance().getOrCreateMQClientInstance(config);
         factory.updateTopicRouteInfoFromNameServer(topic);
-        factory.sendHeartbeatToAllBrokerWithLock();
+        var route = factory.getTopicRouteTable().get(topic);
+        if (route == null) {
+            throw new IllegalStateException("no route for " + topic);
+        }
+        long deadline = System.currentTimeMillis() + 15_000;
+        for (var broker : route.getBrokerDatas()) {
+            while (true) {
+                var found = factory.findBrokerAddressInSubscribe(broker.getBrokerName(), 0, false);
+                if (found != null && found.getBrokerVersion() > 0) {
+                    break;
+                }
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("no heartbeat answer from " + broker.getBrokerName());
+                }
+                factory.sendHeartbeatToAllBrokerWithLock();
+                Thread.sleep(50);
+            }
+        }
     }
 
     private static Map<String, Object> run(String[] a) throws Exception {
