@@ -18,7 +18,7 @@ from rocketmq_tx.client.instance import MQClientInstance
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import TopicRouteData
-from rocketmq_tx.remoting import RemotingCommand, api
+from rocketmq_tx.remoting import RemotingCommand, api, sendapi
 
 __all__ = ["RebalanceImpl", "Strategy"]
 
@@ -108,9 +108,11 @@ class RebalanceImpl:
             log.warn("no route for {topic}: {error}", topic=topic, error=e)
 
     async def consumer_ids(self, mq: MessageQueue) -> list[str] | None:
-        """GET_CONSUMER_LIST_BY_GROUP from *mq*'s broker; ``None`` when it does not answer."""
+        """GET_CONSUMER_LIST_BY_GROUP from *mq*'s broker (a slave while the master is down,
+        another broker of the topic while it has no address); ``None`` when none answers."""
         try:
-            response = await self.instance.invoke_broker(mq, api.consumer_list_request(self.group))
+            response = await self.instance.run(sendapi.topic_broker_call(
+                self.instance.route_table, mq, api.consumer_list_request(self.group), self.instance.timeout))
             return api.parse_consumer_list_response(response)
         except Exception as e:
             log.warn("consumer list of {group} failed: {error}", group=self.group, error=e)

@@ -10,7 +10,8 @@ Java's ``MQClientInstance.updateTopicRouteInfoFromNameServer`` and
   :class:`~rocketmq_tx.common.clientroute.RouteTable`, or take the cached one while it
   is fresh (30 s); a failed re-read keeps the last route.
 * :func:`broker_call`: a request to the master of a queue's broker, the topic's route read
-  again first when no route names that broker.
+  again first when no route names that broker; :func:`topic_broker_call`: to any broker
+  of the topic, a slave while its master is down.
 * :class:`ProducerBase`: a producer's settings and per-topic publish info, and every send
   (with retries, to a given or selected queue, batch, oneway) as a plan; the Twisted
   :class:`~rocketmq_tx.client.producer.Producer` and the
@@ -47,7 +48,7 @@ from rocketmq_tx.remoting.errors import MQBrokerError, RemotingError
 from rocketmq_tx.remoting.plans import NAMESRV, Call, Plan, Warn
 
 __all__ = ["MessageQueueSelector", "ProducerBase", "namesrv_call", "update_route", "route", "broker_addr",
-           "subscribe_addr", "pull_call", "offset_call", "broker_call"]
+           "subscribe_addr", "pull_call", "offset_call", "broker_call", "topic_broker_call"]
 
 #: ``selector(queues, message, arg) -> queue`` for ordered sends (Java ``MessageQueueSelector``).
 MessageQueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
@@ -128,6 +129,36 @@ def broker_call(routes: RouteTable, mq: MessageQueue, request: RemotingCommand, 
     """*request* to the master of *mq*'s broker (``None`` back when *oneway*)."""
     addr = yield from broker_addr(routes, mq)
     return (yield Call(addr, request, timeout=timeout, oneway=oneway))
+
+
+def topic_broker_call(routes: RouteTable, mq: MessageQueue, request: RemotingCommand,
+                      timeout: float | None = None) -> Plan[RemotingCommand | None]:
+    """
+    *request* for a question any broker of *mq*'s topic can answer (a group's members: Java
+    4.9 ``findConsumerIdList`` through ``findBrokerAddrByTopic`` and ``selectBrokerAddr``):
+    *mq*'s broker, else another broker of the topic's route, each by its master's address,
+    else a slave's, so the answer still comes while a master is down. The route is read
+    again first when it names no address.
+
+    :raises MQClientError: the route names no broker address.
+    """
+    addr = _topic_broker_addr(routes, mq)
+    if addr is None:
+        yield from update_route(routes, mq.topic)
+        addr = _topic_broker_addr(routes, mq)
+        if addr is None:
+            raise MQClientError(f"No broker of topic {mq.topic} has an address")
+    return (yield Call(addr, request, timeout=timeout))
+
+
+def _topic_broker_addr(routes: RouteTable, mq: MessageQueue) -> str | None:
+    route = routes.cached(mq.topic)
+    datas = sorted(route.broker_datas if route else (), key=lambda d: d.broker_name != mq.broker_name)
+    for data in datas:
+        addr = data.select_broker_addr()
+        if addr is not None:
+            return addr
+    return None
 
 
 def subscribe_addr(routes: RouteTable, mq: MessageQueue, broker_id: int, *,

@@ -24,6 +24,7 @@ from rocketmq_tx.remoting.api import (
     MQClientError,
     SendStatus,
     SubscriptionData,
+    consumer_list_request,
     get_max_offset_request,
     pull_request,
     update_consumer_offset_request,
@@ -348,3 +349,25 @@ class SlaveReadTests(Base):
         self.cluster.slaves.clear()
         self.routes.brokers.clear()
         self.assertRaises(MQClientError, self.drive, sendapi.offset_call(self.routes, self.mq, request))
+
+    def test_group_members_from_slave_while_master_gone(self) -> None:
+        """GET_CONSUMER_LIST_BY_GROUP: the queue's master; with none in the route, its slave;
+        with neither, another broker of the topic (Java 4.9 findBrokerAddrByTopic)."""
+        def ask() -> str:
+            self.drive(sendapi.topic_broker_call(self.routes, self.mq, consumer_list_request("CG")))
+            return self.cluster.requests(RequestCode.GET_CONSUMER_LIST_BY_GROUP)[-1][0]
+
+        self.assertEqual(ask(), self.MASTER)
+        self.cluster.unrouted.add(self.MASTER)
+        self.drive(sendapi.update_route(self.routes, "T"))
+        reads = self.route_reads("T")
+        self.assertEqual(ask(), self.SLAVE)
+        self.assertEqual(self.route_reads("T"), reads)  # the cached route named the slave: no re-read
+        self.cluster.unrouted.add(self.SLAVE)
+        self.drive(sendapi.update_route(self.routes, "T"))
+        self.assertEqual(ask(), "10.0.0.2:10911")
+        self.routes.routes.clear()
+        self.routes.brokers.clear()
+        self.cluster.brokers.clear()
+        self.cluster.slaves.clear()
+        self.assertRaises(MQClientError, ask)  # the route read again names no address
