@@ -16,7 +16,10 @@ master over 4 queues, then: the slave's CommitLog max offset reaches the master'
 CommitLog file the slave holds is byte-identical to the master's up to that offset; a pull of
 every queue from the slave returns exactly the bytes the same pull returns from the master
 (so its ConsumeQueues serve the same records) and every message sent; the slave refuses a send
-with SERVICE_NOT_AVAILABLE (the store's "messages are put to the slave"). In (a) the official
+with SERVICE_NOT_AVAILABLE (the store's "messages are put to the slave"). In (b) and (c), then,
+the official 4.9.8 producer sends ``BULK`` (100,000) more, the CommitLogs are compared again,
+and the official pull consumer, fixed on the slave's broker id, reads every message from the
+slave. In (a) the official
 5.5.0 ``mqadmin haStatus`` reads GET_BROKER_HA_STATUS from our master and our slave, and
 ``mqadmin clusterList`` lists both (BID 0 and 1). The slave's topic
 comes from its master by SlaveSynchronize (GET_ALL_TOPIC_CONFIG), since a slave refuses
@@ -27,10 +30,12 @@ Readiness is each process's own log line; waits on replication poll with a deadl
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from pathlib import Path
 
+import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
@@ -42,6 +47,8 @@ from rocketmq_tx.common.msgid import decode_offset_msg_id
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 
 MESSAGES = 3000
+#: The official producer's sends in the mixed pairings, as issue 23 asks (100-byte bodies).
+BULK = 100_000
 QUEUES = 4
 FILE = 1 << 20
 GROUP = "ha_compat_group"
@@ -175,6 +182,31 @@ def _check_pair(master: str, master_log: Path, slave: str, slave_log: Path, topi
     assert "messages are put to the slave" in (r.remark or ""), r.remark
 
 
+def _gets(addr: str) -> int:
+    return int(_runtime(addr)["msgGetTotalTodayNow"])
+
+
+def _official_bulk(cp: str, namesrv: str, master: str, master_log: Path, slave: str, slave_log: Path, topic: str,
+                   earlier: int) -> None:
+    """
+    Issue 23's proof in full: the official 4.9.8 producer sends ``BULK`` messages to the master
+    (16 threads, synchronous); the slave's CommitLog is byte-identical to the master's up to the
+    replicated offset; the official pull consumer, fixed on broker id 1, reads every message of
+    the topic (*earlier* ones too) from the slave: the slave's get count moves by all of them,
+    the master's does not.
+    """
+    out = json.loads(jh.run_java(cp, "HaPeer", ["produce", namesrv, topic, str(BULK), "16", "100"], timeout=300)[-1])
+    assert out["ok"] == BULK and out["failed"] == 0, out
+    upto = _wait_replicated(master, slave)
+    _assert_commitlog_identical(master_log, slave_log, upto)
+    master_gets, slave_gets = _gets(master), _gets(slave)
+    out = json.loads(jh.run_java(cp, "HaPeer", ["slavepull", namesrv, topic, "1"], timeout=300)[-1])
+    assert out["error"] is None, out
+    assert (out["unique"], out["max_index"], out["pulled"]) == (BULK, BULK - 1, BULK + earlier), out
+    assert _gets(slave) - slave_gets == out["pulled"], (master_gets, slave_gets, out)
+    assert _gets(master) == master_gets, (master_gets, slave_gets, out)
+
+
 def _sync_sends(master: str, slave: str, topic: str) -> None:
     """
     Against a SYNC_MASTER: send until the slave is connected and acks (SLAVE_NOT_AVAILABLE or
@@ -245,6 +277,8 @@ def test_java_master_tx_slave(namesrv, java_classpath_4, tmp_path):
             _sync_sends(jaddr, slave.addr, "HaWarmB")
             sent = _send_all(jaddr, slave.addr, "HaTopicB")
             _check_pair(jaddr, _store_of(jhome), slave.addr, tmp_path / "s" / "commitlog", "HaTopicB", sent)
+            _official_bulk(java_classpath_4, namesrv, jaddr, _store_of(jhome), slave.addr,
+                           tmp_path / "s" / "commitlog", "HaTopicB", len(sent))
         finally:
             slave.stop()
     finally:
@@ -267,6 +301,8 @@ def test_tx_master_java_slave(namesrv, java_classpath_4, tmp_path):
             _sync_sends(master.addr, jaddr, "HaWarmC")
             sent = _send_all(master.addr, jaddr, "HaTopicC")
             _check_pair(master.addr, tmp_path / "m" / "commitlog", jaddr, _store_of(jhome), "HaTopicC", sent)
+            _official_bulk(java_classpath_4, namesrv, master.addr, tmp_path / "m" / "commitlog", jaddr,
+                           _store_of(jhome), "HaTopicC", len(sent))
         finally:
             jslave.stop(grace=30)
     finally:
