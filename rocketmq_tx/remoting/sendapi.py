@@ -132,7 +132,7 @@ def broker_call(routes: RouteTable, mq: MessageQueue, request: RemotingCommand, 
 
 
 def topic_broker_call(routes: RouteTable, mq: MessageQueue, request: RemotingCommand,
-                      timeout: float | None = None) -> Plan[RemotingCommand | None]:
+                      timeout: float | None = None) -> Plan[RemotingCommand]:
     """
     *request* for a question any broker of *mq*'s topic can answer (a group's members: Java
     4.9 ``findConsumerIdList`` through ``findBrokerAddrByTopic`` and ``selectBrokerAddr``):
@@ -148,7 +148,9 @@ def topic_broker_call(routes: RouteTable, mq: MessageQueue, request: RemotingCom
         addr = _topic_broker_addr(routes, mq)
         if addr is None:
             raise MQClientError(f"No broker of topic {mq.topic} has an address")
-    return (yield Call(addr, request, timeout=timeout))
+    response = yield Call(addr, request, timeout=timeout)
+    assert response is not None  # not oneway
+    return response
 
 
 def _topic_broker_addr(routes: RouteTable, mq: MessageQueue) -> str | None:
