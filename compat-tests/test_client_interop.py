@@ -275,11 +275,23 @@ def test_orderly_push_consumer_under_broker_locks(cluster):
             queues = client.fetch_queues(topic)
             response = client.invoke_broker(queues[0], api.lock_batch_request(group, "10.9.9.9@intruder", queues))
             stolen = api.parse_lock_batch_response(response)
-        # GET_CONSUMER_RUNNING_INFO relayed by the Java broker to our consumer.
-        status = "\n".join(rj.mqadmin(cluster["classpath"], ["consumerStatus", "-n", cluster["namesrv"], "-g", group,
-                                                             "-i", client_id], cluster["home"]))
+        # GET_CONSUMER_RUNNING_INFO relayed by the broker to our consumer: the official mqadmin
+        # and our CLI, with and without -i, in the same run
+        ns = cluster["namesrv"]
+        status, every = ("\n".join(lines) for lines in rj.mqadmin_batch(
+            cluster["classpath"], [["consumerStatus", "-n", ns, "-g", group, "-i", client_id],
+                                   ["consumerStatus", "-n", ns, "-g", group]], cluster["home"]))
+        mine = _our_cli(ns, "consumerStatus", "-g", group, "-i", client_id)
+        mine_every = _our_cli(ns, "consumerStatus", "-g", group, cwd=cluster["home"].root)
     finally:
         ours.stop()
+    facts = _status_facts(status)
+    assert facts["properties"]["PROP_CONSUMEORDERLY"] == "true" and facts["offsets"], status
+    assert _status_facts(mine) == facts, (mine, status)
+    for text in (every, mine_every):
+        rows = [line.split() for line in text.splitlines() if line.split()[1:2] == [client_id]]
+        assert [r[0] for r in rows] == ["1"], text
+        assert "Same subscription in the same group of consumer" in text and "Rebalance OK" in text, text
     assert stolen == set(), "the queues are locked by our consumer"
     assert "#Consumer Properties#" in status and "PROP_CONSUMEORDERLY" in status, status
     assert re.search(rf"{topic}\s+\S+\s+\d+\s+\d+", status), status  # a #Consumer Offset# row
@@ -300,6 +312,46 @@ def test_orderly_push_consumer_under_broker_locks(cluster):
         attempts.setdefault(m["body"], []).append(m["attempt"])
     assert {b: a for b, a in attempts.items() if b.endswith(":0")} == {f"k{k}:0": [1, 2] for k in range(4)}
     assert all(a == [1] for b, a in attempts.items() if not b.endswith(":0"))
+
+
+def _our_cli(ns: str, *args: str, cwd: Path | None = None) -> str:
+    """rocketmq-tx-admin's stdout (it must succeed), run in *cwd* (consumerStatus writes files there)."""
+    import contextlib
+    import io
+
+    from rocketmq_tx.admin import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = cli.main([*args, "-n", ns, "--timeout", "10"])
+    finally:
+        os.chdir(here)
+    assert status == 0, (args, err.getvalue())
+    return out.getvalue()
+
+
+def _status_facts(text: str) -> dict:
+    """consumerStatus -i, parsed: properties, subscriptions, and each queue's commit offset."""
+    section, facts = "", {"properties": {}, "subscriptions": [], "offsets": {}}
+    for line in text.splitlines():
+        if line.startswith("#Consumer ") and line.endswith("#"):
+            section = line
+            continue
+        if not line.strip() or line.startswith("#Topic"):
+            continue
+        if section == "#Consumer Properties#":
+            key, _, value = line.partition(": ")
+            facts["properties"][key.strip()] = value.strip()
+        elif section == "#Consumer Subscription#":
+            facts["subscriptions"].append(line.split()[2:])
+        elif section == "#Consumer Offset#":
+            topic, broker, qid, offset = line.split()
+            facts["offsets"][(topic, broker, int(qid))] = int(offset)
+    return facts
 
 
 def test_dead_name_server_skipped(cluster):

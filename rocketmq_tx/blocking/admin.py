@@ -19,7 +19,13 @@ from rocketmq_tx.common.route import TopicConfig, TopicRouteData
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import adminapi
 from rocketmq_tx.remoting.adminapi import AclVersionInfo, Plan, QueryResult, RollbackStats
-from rocketmq_tx.remoting.adminbodies import ConsumerConnection, ConsumeStats, ProducerConnection, TopicStatsTable
+from rocketmq_tx.remoting.adminbodies import (
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    ProducerConnection,
+    TopicStatsTable,
+)
 from rocketmq_tx.remoting.bodies import ClusterInfo, TopicList
 from rocketmq_tx.remoting.headers.acl import CreateAccessConfigRequestHeader
 from rocketmq_tx.tlsconfig import TlsSettings
@@ -129,6 +135,10 @@ class BlockingAdmin:
     def examine_consumer_connection_info(self, group: str, addr: str | None = None) -> ConsumerConnection:
         """The group's connected clients and subscriptions (mqadmin ``consumerConnection``; *addr*: ask that broker)."""
         return self.run(adminapi.examine_consumer_connection_info(group, addr))
+
+    def get_consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> ConsumerRunningInfo:
+        """A connected consumer's properties, subscriptions and queues (mqadmin ``consumerStatus -i``)."""
+        return self.run(adminapi.get_consumer_running_info(group, client_id, jstack))
 
     # ------------------------------------------------------------ messages
     def view_message(self, msg_id: str, topic: str | None = None) -> MessageExt:

@@ -36,6 +36,7 @@ from rocketmq_tx.common.subscription import SubscriptionGroupConfig
 from rocketmq_tx.remoting import api
 from rocketmq_tx.remoting.adminbodies import (
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     KVTable,
     OffsetWrapper,
@@ -65,6 +66,7 @@ from rocketmq_tx.remoting.headers.admin import (
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader,
@@ -108,6 +110,8 @@ __all__ = [
     "parse_consume_stats_response",
     "consumer_connection_request",
     "parse_consumer_connection_response",
+    "consumer_running_info_request",
+    "parse_consumer_running_info_response",
     "reset_offset_request",
     "parse_reset_offset_response",
     "parse_query_message_response",
@@ -126,6 +130,7 @@ __all__ = [
     "examine_topic_stats",
     "examine_consume_stats",
     "examine_consumer_connection_info",
+    "get_consumer_running_info",
     "view_message",
     "query_message",
     "query_message_by_uniq_key",
@@ -305,6 +310,17 @@ def consumer_connection_request(group: str) -> RemotingCommand:
 def parse_consumer_connection_response(response: RemotingCommand) -> ConsumerConnection:
     """CONSUMER_NOT_ONLINE (206) raises with the broker's remark."""
     return _decoded(response, "ConsumerConnection", ConsumerConnection.from_json)
+
+
+def consumer_running_info_request(group: str, client_id: str, jstack: bool = False) -> RemotingCommand:
+    """GET_CONSUMER_RUNNING_INFO (307), which the broker relays to the client."""
+    return RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO,
+                                   GetConsumerRunningInfoRequestHeader(group, client_id, jstack).to_ext_fields())
+
+
+def parse_consumer_running_info_response(response: RemotingCommand) -> ConsumerRunningInfo:
+    """The client's answer as relayed (SYSTEM_ERROR "The Consumer <id> not online" raises)."""
+    return _decoded(response, "ConsumerRunningInfo", ConsumerRunningInfo.from_json)
 
 
 def reset_offset_request(topic: str, group: str, timestamp_ms: int, force: bool = True) -> RemotingCommand:
@@ -530,6 +546,22 @@ def examine_consumer_connection_info(group: str, addr: str | None = None) -> Pla
     if error is not None:
         raise error
     raise MQClientError("Not found the consumer group connection", ResponseCode.CONSUMER_NOT_ONLINE)
+
+
+def get_consumer_running_info(group: str, client_id: str, jstack: bool = False) -> Plan[ConsumerRunningInfo]:
+    """
+    A consumer's running state (mqadmin ``consumerStatus``), asked of the first broker of the
+    group's retry topic (its master, else a slave), which relays it to the client, as Java's
+    ``DefaultMQAdminExtImpl.getConsumerRunningInfo``.
+
+    :raises MQClientError: the retry topic's route names no broker.
+    """
+    route = yield from examine_topic_route_info(_retry_topic(group))
+    for _, addr in _broker_addrs(route):
+        # Java gives the relay three times its usual timeout: the broker waits for the client
+        return parse_consumer_running_info_response(
+            (yield Call(addr, consumer_running_info_request(group, client_id, jstack), 9.0)))
+    raise MQClientError(f"No broker of {_retry_topic(group)} has an address")
 
 
 # --------------------------------------------------------------------------- plans: messages

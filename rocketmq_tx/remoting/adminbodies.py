@@ -430,6 +430,138 @@ class ConsumerConnection:
                    text("consumeType"), text("messageModel"), text("consumeFromWhere"))
 
 
+def _java_millis_text(ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: local time as ``yyyyMMddHHmmssSSS``."""
+    t = datetime.fromtimestamp(ms / 1000)
+    return t.strftime("%Y%m%d%H%M%S") + f"{t.microsecond // 1000:03d}"
+
+
+def _java_text(value: Any) -> str:
+    # a JSON value as Java's String.valueOf prints it (booleans lower case)
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+@dataclass(slots=True)
+class ConsumerRunningInfo:
+    """
+    ``ConsumerRunningInfo``: GET_CONSUMER_RUNNING_INFO's body (a client's answer, relayed by
+    a broker), with what mqadmin ``consumerStatus`` does with it: ``formatString`` and the
+    ``analyze*`` checks. Queue states stay the ``ProcessQueueInfo`` JSON objects.
+    """
+
+    properties: dict[str, str] = field(default_factory=dict)
+    subscription_set: list[SubscriptionData] = field(default_factory=list)
+    mq_table: dict[MessageQueue, dict[str, Any]] = field(default_factory=dict)
+    status_table: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jstack: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ConsumerRunningInfo:
+        subscriptions = [SubscriptionData.from_json(s) for s in data.get("subscriptionSet") or []]
+        # Java keeps them in a TreeSet (SubscriptionData.compareTo: topic, then expression)
+        subscriptions.sort(key=lambda sd: (sd.topic, sd.sub_string))
+        return cls({str(k): _java_text(v) for k, v in dict(data.get("properties") or {}).items()},
+                   subscriptions,
+                   dict(sorted(_read_mq_table(data.get("mqTable"), dict).items())),
+                   {str(t): dict(v) for t, v in sorted(dict(data.get("statusTable") or {}).items())},
+                   None if data.get("jstack") is None else str(data["jstack"]))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"properties": dict(self.properties),
+                               "subscriptionSet": [s.to_json() for s in self.subscription_set],
+                               "mqTable": _mq_table(self.mq_table), "statusTable": dict(self.status_table)}
+        if self.jstack is not None:
+            out["jstack"] = self.jstack
+        return out
+
+    @property
+    def push(self) -> bool:
+        return self.properties.get("PROP_CONSUME_TYPE") == "CONSUME_PASSIVELY"
+
+    def format_string(self) -> str:
+        """Java ``formatString`` (properties in key order: Java prints its Hashtable's order)."""
+        lines = ["#Consumer Properties#"]
+        lines += [f"{k:<40}: {v}" for k, v in sorted(self.properties.items())]
+        lines += ["", "", "#Consumer Subscription#"]
+        for i, sd in enumerate(self.subscription_set, 1):
+            filter_mode = "true" if sd.class_filter_mode else "false"
+            lines.append(f"{i:03d} Topic: {sd.topic:<40} ClassFilter: {filter_mode:<8} SubExpression: {sd.sub_string}")
+        head = f"{'#Topic':<64}  {'#Broker Name':<32}  {'#QID':<4}  "
+        lines += ["", "", "#Consumer Offset#", head + f"{'#Consumer Offset':<20}"]
+        for mq, pq in self.mq_table.items():
+            offset = int(pq.get("commitOffset", 0))
+            lines.append(f"{mq.topic:<32}  {mq.broker_name:<32}  {mq.queue_id:<4d}  {offset:<20d}")
+        lines += ["", "", "#Consumer MQ Detail#", head + f"{'#ProcessQueueInfo':<20}"]
+        for mq, pq in self.mq_table.items():
+            lines.append(f"{mq.topic:<64}  {mq.broker_name:<32}  {mq.queue_id:<4d}  {process_queue_text(pq)}")
+        lines += ["", "", "#Consumer RT&TPS#",
+                  f"{'#Topic':<64}  {'#Pull RT':>14} {'#Pull TPS':>14} {'#Consume RT':>14} {'#ConsumeOK TPS':>14} "
+                  f"{'#ConsumeFailed TPS':>18} {'#ConsumeFailedMsgsInHour':>25}"]
+        for topic, st in self.status_table.items():
+            lines.append(f"{topic:<32}  {float(st.get('pullRT', 0)):14.2f} {float(st.get('pullTPS', 0)):14.2f} "
+                         f"{float(st.get('consumeRT', 0)):14.2f} {float(st.get('consumeOKTPS', 0)):14.2f} "
+                         f"{float(st.get('consumeFailedTPS', 0)):18.2f} {int(st.get('consumeFailedMsgs', 0)):25d}")
+        text = "\n".join(lines) + "\n"
+        if self.jstack is not None:
+            text += "\n\n#Consumer jstack#\n" + self.jstack
+        return text
+
+
+def process_queue_text(pq: Mapping[str, Any]) -> str:
+    """``ProcessQueueInfo.toString``."""
+    def v(key: str) -> str:
+        return _java_text(pq.get(key, 0))
+
+    def t(key: str) -> str:
+        return _java_millis_text(int(pq.get(key, 0)))
+    return (f"ProcessQueueInfo [commitOffset={v('commitOffset')}, cachedMsgMinOffset={v('cachedMsgMinOffset')}, "
+            f"cachedMsgMaxOffset={v('cachedMsgMaxOffset')}, cachedMsgCount={v('cachedMsgCount')}, "
+            f"cachedMsgSizeInMiB={v('cachedMsgSizeInMiB')}, transactionMsgMinOffset={v('transactionMsgMinOffset')}, "
+            f"transactionMsgMaxOffset={v('transactionMsgMaxOffset')}, transactionMsgCount={v('transactionMsgCount')}, "
+            f"locked={_java_text(bool(pq.get('locked', False)))}, tryUnlockTimes={v('tryUnlockTimes')}, "
+            f"lastLockTimestamp={t('lastLockTimestamp')}, droped={_java_text(bool(pq.get('droped', False)))}, "
+            f"lastPullTimestamp={t('lastPullTimestamp')}, lastConsumeTimestamp={t('lastConsumeTimestamp')}]")
+
+
+def analyze_subscription(table: Mapping[str, ConsumerRunningInfo], now_ms: int) -> bool:
+    """
+    Java ``ConsumerRunningInfo.analyzeSubscription`` over ``{clientId: info}``: for a push
+    group whose first member started more than 2 minutes ago, every member has the same
+    subscriptions and they are not empty.
+    """
+    infos = [table[k] for k in sorted(table)]
+    first = infos[0]
+    started = int(first.properties.get("PROP_CONSUMER_START_TIMESTAMP", "0") or 0)
+    if not (first.push and now_ms - started > 120_000):
+        return True
+    def key(info: ConsumerRunningInfo) -> list[Any]:
+        return [s.to_json() for s in info.subscription_set]
+    if any(key(info) != key(first) for info in infos):
+        return False
+    return bool(infos[-1].subscription_set)
+
+
+def analyze_process_queue(client_id: str, info: ConsumerRunningInfo, now_ms: int) -> str:
+    """Java ``ConsumerRunningInfo.analyzeProcessQueue``: the lines about stuck queues of a push member."""
+    if not info.push:
+        return ""
+    orderly = info.properties.get("PROP_CONSUMEORDERLY", "").strip().lower() == "true"
+    out = []
+    for mq, pq in info.mq_table.items():
+        mq_text = f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
+        if orderly:
+            if not pq.get("locked"):
+                out.append(f"{client_id} {mq_text} can't lock for a while, "
+                           f"{now_ms - int(pq.get('lastLockTimestamp', 0))}ms\n")
+            elif pq.get("droped") and int(pq.get("tryUnlockTimes", 0)) > 0:
+                out.append(f"{client_id} {mq_text} unlock {int(pq['tryUnlockTimes'])} times, still failed\n")
+        else:
+            diff = now_ms - int(pq.get("lastConsumeTimestamp", 0))
+            if diff > 60_000 and int(pq.get("cachedMsgCount", 0)) > 0:
+                out.append(f"{client_id} {mq_text} can't consume for a while, maybe blocked, {diff}ms\n")
+    return "".join(out)
+
+
 @dataclass(slots=True)
 class ProducerConnection:
     """``ProducerConnection``: GET_PRODUCER_CONNECTION_LIST's body."""

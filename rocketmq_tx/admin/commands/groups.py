@@ -1,11 +1,13 @@
 # -*- test-case-name: rocketmq_tx.admin.test.test_cli -*-
 """Subscription groups and their clients: updateSubGroup, deleteSubGroup, consumerProgress,
-setConsumeMode, consumerConnection, producerConnection."""
+setConsumeMode, consumerConnection, consumerStatus, producerConnection."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import time
 
 from rocketmq_tx.admin.commands.common import (
     int_arg,
@@ -22,7 +24,12 @@ from rocketmq_tx.admin.output import (
 )
 from rocketmq_tx.admin.registry import Session, command, opt
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
-from rocketmq_tx.remoting.adminbodies import message_queue_to_json
+from rocketmq_tx.remoting.adminbodies import (
+    ConsumerRunningInfo,
+    analyze_process_queue,
+    analyze_subscription,
+    message_queue_to_json,
+)
 from rocketmq_tx.remoting.api import RETRY_GROUP_TOPIC_PREFIX
 
 
@@ -165,6 +172,66 @@ def consumer_connection(session: Session, args: argparse.Namespace) -> Output:
     out.printf("MessageModel: %s", cc.message_model)
     out.printf("ConsumeFromWhere: %s", cc.consume_from_where)
     return out
+
+
+@command("consumerStatus", "Query consumer's internal data structure",
+         opt("-g", "--consumerGroup", type=text_arg, required=True, help="consumer group name"),
+         opt("-i", "--clientId", type=text_arg, help="The consumer's client id"),
+         opt("-b", "--brokerAddr", type=text_arg, help="broker address"),
+         opt("-s", "--jstack", action="store_true", help="Run jstack command in the consumer progress"))
+def consumer_status(session: Session, args: argparse.Namespace) -> Output:
+    """
+    As mqadmin: with ``-i`` one client's ``formatString``; without, every connected client's
+    running info written to ``<now>/<clientId>`` under the working directory (mqadmin's files),
+    listed, then the subscription and process-queue checks.
+    """
+    admin = session.admin
+    group = args.consumerGroup
+    out = Output()
+    if args.clientId is not None:
+        info = admin.get_consumer_running_info(group, args.clientId, args.jstack)
+        out.data = {args.clientId: _running_info_data(info)}
+        out.lines.extend(info.format_string().rstrip("\n").split("\n"))
+        return out
+    cc = admin.examine_consumer_connection_info(group, args.brokerAddr)
+    now = int(time.time() * 1000)
+    table: dict[str, ConsumerRunningInfo] = {}
+    errors: dict[str, str] = {}
+    out.printf("%-10s %-40s %-20s %s", "#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile")
+    for conn in cc.connection_set:
+        if conn.client_id is None:
+            continue
+        try:
+            info = admin.get_consumer_running_info(group, conn.client_id, args.jstack)
+        except Exception as e:  # mqadmin prints the stack trace and goes on with the next client
+            errors[conn.client_id] = str(e)
+            continue
+        table[conn.client_id] = info
+        path = f"{now}/{conn.client_id}"
+        os.makedirs(str(now), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(info.format_string())
+        out.printf("%-10d %-40s %-20s %s", len(table), conn.client_id, mq_version_desc(conn.version), path)
+    data: dict = {"clients": {cid: _running_info_data(info) for cid, info in table.items()}, "errors": errors}
+    if table:
+        same = analyze_subscription(table, now)
+        data["sameSubscription"] = same
+        if same:
+            out.lines.extend(["", "", "Same subscription in the same group of consumer", "", "Rebalance OK"])
+            stuck = "".join(analyze_process_queue(cid, table[cid], now) for cid in sorted(table))
+            data["processQueueWarnings"] = stuck.splitlines()
+            out.lines.extend(stuck.splitlines())
+        else:
+            out.lines.extend(["", "", "WARN: Different subscription in the same group of consumer!!!"])
+    out.data = data
+    return out
+
+
+def _running_info_data(info: ConsumerRunningInfo) -> dict:
+    # plain JSON for --json: fastjson's object keys of mqTable become a list of queues
+    data = info.to_json()
+    data["mqTable"] = [{**message_queue_to_json(mq), "processQueueInfo": pq} for mq, pq in info.mq_table.items()]
+    return data
 
 
 @command("producerConnection", "Query producer's socket connection and client version",

@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import tempfile
 import time
 
@@ -31,7 +32,8 @@ BUILT = {"clusterList", "brokerStatus", "getBrokerConfig", "updateBrokerConfig",
          "sendMessage", "consumeMessage", "queryMsgByOffset", "printMsg",
          "resetOffsetByTime", "getNamesrvConfig", "updateNamesrvConfig",
          "updateKvConfig", "deleteKvConfig", "wipeWritePerm", "addWritePerm",
-         "updateAclConfig", "deleteAclConfig", "updateGlobalWhiteAddr", "clusterAclConfigVersion", "setConsumeMode"}
+         "updateAclConfig", "deleteAclConfig", "updateGlobalWhiteAddr", "clusterAclConfigVersion", "setConsumeMode",
+         "consumerStatus"}
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -442,6 +444,59 @@ class CommandTests(SynchronousTestCase):
             reset = self.json("resetOffsetByTime", "-g", "CG", "-t", "T", "-s", "0")
             self.assertTrue(reset)
             self.assertEqual({r["offset"] for r in reset}, {0})
+
+    def test_consumer_status(self) -> None:
+        """consumerStatus: GET_CONSUMER_RUNNING_INFO relayed by a broker of the retry topic; with -i
+        Java's formatString, without it one file per client and the subscription check."""
+        self.cluster.add_topic("%RETRY%CG", 1)
+        started = int(time.time() * 1000) - 600_000
+        mq_key = '{"brokerName":"broker-a","queueId":1,"topic":"T"}'
+        pq = ('{"cachedMsgCount":3,"cachedMsgMaxOffset":9,"cachedMsgMinOffset":7,"cachedMsgSizeInMiB":0,'
+              '"commitOffset":7,"droped":false,"lastConsumeTimestamp":%d,"lastLockTimestamp":0,'
+              '"lastPullTimestamp":%d,"locked":false,"tryUnlockTimes":0,"transactionMsgCount":0,'
+              '"transactionMsgMaxOffset":0,"transactionMsgMinOffset":0}').replace("%d", str(started))
+        body = ('{"mqTable":{MQ:PQ},"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY",'
+                '"PROP_CONSUMER_START_TIMESTAMP":"STARTED","PROP_CONSUMEORDERLY":"false"},'
+                '"statusTable":{"T":{"consumeFailedMsgs":2,"consumeFailedTPS":0.0,"consumeOKTPS":1.5,'
+                '"consumeRT":0.0,"pullRT":0.0,"pullTPS":0.0}},'
+                '"subscriptionSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG",'
+                '"subString":"*","subVersion":1,"tagsSet":[],"topic":"T"}]}')
+        body = body.replace("MQ", mq_key).replace("PQ", pq).replace("STARTED", str(started)).encode()
+        self.reply(RequestCode.GET_CONSUMER_RUNNING_INFO, body, times=3)
+        lines = self.ok("consumerStatus", "-g", "CG", "-i", "client-1").splitlines()
+        ((addr, request),) = self.cluster.requests(RequestCode.GET_CONSUMER_RUNNING_INFO)
+        self.assertEqual(addr, self.addr_a)
+        self.assertEqual((request.ext_fields["consumerGroup"], request.ext_fields["clientId"],
+                          request.ext_fields["jstackEnable"]), ("CG", "client-1", "false"))
+        self.assertEqual(lines[0], "#Consumer Properties#")
+        self.assertEqual(lines[1], f"{'PROP_CONSUMEORDERLY':<40}: false")
+        self.assertIn(f"001 Topic: {'T':<40} ClassFilter: false    SubExpression: *", lines)
+        self.assertIn(f"{'T':<32}  {'broker-a':<32}  1     7                   ", lines)
+        detail = [line for line in lines if "ProcessQueueInfo [" in line]
+        self.assertEqual(len(detail), 1)
+        self.assertIn("commitOffset=7, cachedMsgMinOffset=7, cachedMsgMaxOffset=9, cachedMsgCount=3", detail[0])
+        self.assertIn(f"{'T':<32}  {0.0:14.2f} {0.0:14.2f} {0.0:14.2f} {1.5:14.2f} {0.0:18.2f} {2:25d}", lines)
+        # no -i: each connected client, its file, and the checks (this one is stuck: cached and idle 10 min)
+        with Puller(self.ns) as puller:
+            puller.send_heartbeat(["T"])
+            cwd = os.getcwd()
+            work = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, work, True)
+            os.chdir(work)
+            self.addCleanup(os.chdir, cwd)
+            text = self.ok("consumerStatus", "-g", "CG")
+            data = self.json("consumerStatus", "-g", "CG")
+        row = text.splitlines()[1].split()
+        self.assertEqual(row[0], "1")
+        with open(os.path.join(work, row[3]), encoding="utf-8") as f:
+            self.assertTrue(f.read().startswith("#Consumer Properties#\n"))
+        self.assertIn("Same subscription in the same group of consumer", text)
+        self.assertIn("Rebalance OK", text)
+        self.assertIn("MessageQueue [topic=T, brokerName=broker-a, queueId=1] can't consume for a while, "
+                      "maybe blocked", text)
+        self.assertEqual(data["sameSubscription"], True)
+        self.assertEqual(len(data["clients"]), 1)
+        self.assertEqual(len(data["processQueueWarnings"]), 1)
 
 
 def Producer(ns: str):  # type: ignore[no-untyped-def]
