@@ -159,6 +159,13 @@ def build_extra_info(ck_queue_offset: int, pop_time: int, invisible_time: int, r
                      queue_id, queue_offset).encode()
 
 
+# The common shape, in one match (an ACK parses one per message: the hot path of POP): 7 or
+# 8 fields whose numbers are short enough to be in range whatever their digits (18 digits
+# for a long, 9 for an int). Anything else takes the general path below.
+_L, _I = r"([+-]?[0-9]{1,18})", r"([+-]?[0-9]{1,9})"
+_EXTRA_INFO = re.compile(rf"{_L} {_L} {_L} {_I} ([^ ]+) ([^ ]+) {_I}(?: {_L})?")
+
+
 def parse_extra_info(text: str) -> ExtraInfo:
     """
     Parse an extra-info string the way the ACK and CHANGE_INVISIBLE processors read it: at
@@ -166,6 +173,15 @@ def parse_extra_info(text: str) -> ExtraInfo:
 
     :raises ValueError: fewer fields than that, or a number Java would not parse.
     """
+    m = _EXTRA_INFO.fullmatch(text)
+    if m is not None:
+        ck, pop, inv, rq, retry, broker, qid, qo = m.groups()
+        return ExtraInfo(int(ck), int(pop), int(inv), int(rq), retry, broker, int(qid),
+                         None if qo is None else int(qo))
+    return _parse_extra_info(text)
+
+
+def _parse_extra_info(text: str) -> ExtraInfo:
     fields = java_split(text, _SEPARATOR)
     if len(fields) < 7:
         raise ValueError(f"getQueueId fail, extraInfoStrs length {len(fields)}")

@@ -136,6 +136,22 @@ class ExtraInfoTests(SynchronousTestCase):
 
 
 class ReviveRecordTests(SynchronousTestCase):
+    @given(st.lists(st.one_of(st.integers(-(2 ** 64), 2 ** 64).map(str), st.sampled_from(["0", "1", "2", "", "+7",
+                                                                                          "-0", "x", "00012"]),
+                              st.text(alphabet="0123456789+- ab", max_size=21)), min_size=5, max_size=10))
+    def test_fast_path_same_as_general(self, fields: list[str]) -> None:
+        """The one-regex fast path answers exactly as the field-by-field parser (or both refuse)."""
+        text = " ".join(fields)
+        try:
+            general = ei._parse_extra_info(text)
+        except ValueError:
+            general = None
+        try:
+            fast = ei.parse_extra_info(text)
+        except ValueError:
+            fast = None
+        self.assertEqual(fast, general)
+
     def test_checkpoint_vectors(self) -> None:
         """A checkpoint writes and reads the JSON the 5.5.0 broker writes."""
         ck = PopCheckPoint(10, 1700000000000, 60000, 0, 3, 2, "TopicA", "GID_a", 0, [0, 1, 5], "broker-a")
