@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
+from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting import RemotingCommandError
 from rocketmq_tx.remoting import extrainfo as ei
 from rocketmq_tx.remoting.headers.pop import (
@@ -31,6 +32,7 @@ from rocketmq_tx.remoting.popbodies import (
     BatchAckMessageRequestBody,
     BatchAckMsg,
     PopCheckPoint,
+    _compact,
     revive_topic,
 )
 
@@ -151,6 +153,17 @@ class ReviveRecordTests(SynchronousTestCase):
         except ValueError:
             fast = None
         self.assertEqual(fast, general)
+
+    @given(st.integers(-(2 ** 63), 2 ** 63 - 1), st.integers(-(2 ** 63), 2 ** 63 - 1),
+           st.one_of(st.none(), st.text(max_size=8), st.sampled_from(["CG", "%RETRY%CG", "a|b.c:d-e_f"])),
+           st.one_of(st.none(), st.text(max_size=8), st.sampled_from(["T", "rmq_sys_X"])),
+           st.integers(-(2 ** 31), 2 ** 31 - 1), st.integers(0, 2 ** 63 - 1),
+           st.one_of(st.none(), st.text(max_size=8), st.sampled_from(["broker-a"])))
+    def test_ack_json_fast_path(self, ao: int, so: int, group: str | None, topic: str | None, qid: int, pt: int,
+                                broker: str | None) -> None:
+        """AckMsg.to_json's direct form writes the same bytes as the general writer."""
+        ack = AckMsg(ao, so, group, topic, qid, pt, broker)
+        self.assertEqual(ack.to_json(), fastjson.dumps(_compact(ack._fields())))
 
     def test_checkpoint_vectors(self) -> None:
         """A checkpoint writes and reads the JSON the 5.5.0 broker writes."""
