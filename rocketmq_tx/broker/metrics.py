@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from prometheus_client.core import Metric
@@ -234,8 +235,12 @@ class BrokerMetrics:
         return self.store_ready and registrar is not None and registrar.is_registered()
 
     def collect(self) -> Deferred:
-        """Every family; the per-group gauges in slices of at most a few ms of reactor time."""
-        families = self._counters()
+        """
+        Every family, as metric families or functions building one from copies (called where
+        the text is written, off the reactor); the per-group gauges in slices of at most a few
+        ms of reactor time.
+        """
+        families: list[Any] = self._counters()
         families += self._gauges()
         lag: dict[str, list] = {name: [] for name in (
             "consumer_lag_messages", "consumer_lag_latency", "consumer_inflight_messages",
@@ -243,6 +248,7 @@ class BrokerMetrics:
         steps = self._lag_steps(lag)
         done: Deferred = Deferred()
         clock = self.controller.reactor
+        common = dict(self.common)
 
         def run() -> None:
             deadline = time.monotonic() + SLICE_SECONDS
@@ -255,38 +261,30 @@ class BrokerMetrics:
                 done.errback()
                 return
             for name, rows in lag.items():
-                family = FAMILIES[name]
-                metric = family.build(self.common, {})
-                for labels, value in rows:
-                    metric.add_sample(family.exposed_name, labels, value)
-                families.append(metric)
+                families.append(partial(_gauge_rows, FAMILIES[name], common, rows))
             done.callback(families)
 
         run()
         return done
 
-    def _counters(self) -> list[Metric]:
-        out = []
+    def _counters(self) -> list[Callable[[], Metric]]:
+        """Copies of the counters (cheap: the reactor's part) and how to build their families."""
+        common = dict(self.common)
+        out: list[Callable[[], Metric]] = []
         rows, overflow = self.messages_in.snapshot()
-        out.append(FAMILIES["messages_in"].build(self.common, rows, overflow, index=0))
-        out.append(FAMILIES["throughput_in"].build(self.common, rows, overflow, index=1))
+        out.append(partial(FAMILIES["messages_in"].build, common, rows, overflow, index=0))
+        out.append(partial(FAMILIES["throughput_in"].build, common, rows, overflow, index=1))
         rows, overflow = self.message_size.snapshot()
-        out.append(FAMILIES["message_size"].build(self.common, rows, overflow, bounds=MESSAGE_SIZE_BUCKETS))
+        out.append(partial(FAMILIES["message_size"].build, common, rows, overflow, bounds=MESSAGE_SIZE_BUCKETS))
         rows, overflow = self.messages_out.snapshot()
         pop_rows, pop_overflow = self.messages_out_pop.snapshot()
         for name, index in (("messages_out", 0), ("throughput_out", 1)):
-            family = FAMILIES[name]
-            metric = family.build(self.common, rows, overflow or pop_overflow, index=index)
-            for (topic, group, system, retry), row in pop_rows.items():
-                metric.add_sample(family.exposed_name + "_total",
-                                  {**self.common, "topic": topic, "consumer_group": group, "is_system": system,
-                                   "is_retry": retry}, row[index])
-            out.append(metric)
+            out.append(partial(_messages_out, FAMILIES[name], common, rows, overflow or pop_overflow, pop_rows, index))
         rows, overflow = self.send_to_dlq.snapshot()
-        out.append(FAMILIES["send_to_dlq"].build(self.common, rows, overflow))
-        out.append(self.rpc.build(self.common))
+        out.append(partial(FAMILIES["send_to_dlq"].build, common, rows, overflow))
+        out.append(self.rpc.lazy(common))
         rows, _ = self.group_commits.snapshot()
-        out.append(FAMILIES["group_commit"].build(self.common, rows, bounds=GROUP_COMMIT_BUCKETS))
+        out.append(partial(FAMILIES["group_commit"].build, common, rows, bounds=GROUP_COMMIT_BUCKETS))
         return out
 
     def _gauges(self) -> list[Metric]:
@@ -393,6 +391,24 @@ class BrokerMetrics:
                         (labels, now - earliest_unpulled if earliest_unpulled else 0))
                     out["consumer_ready_messages"].append((labels, ready))
                 yield None
+
+
+def _gauge_rows(family: Family, common: dict[str, str], rows: list[tuple[dict[str, str], int]]) -> Metric:
+    """A gauge family from (labels, value) pairs whose labels include the common ones."""
+    metric = family.build(common, {})
+    for labels, value in rows:
+        metric.add_sample(family.exposed_name, labels, value)
+    return metric
+
+
+def _messages_out(family: Family, common: dict[str, str], rows: dict, overflow: list | None, pop_rows: dict,
+                  index: int) -> Metric:
+    """Pulls' series, then POP's, which Java labels with is_retry too."""
+    metric = family.build(common, rows, overflow, index=index)
+    for (topic, group, system, retry), row in pop_rows.items():
+        metric.add_sample(family.exposed_name + "_total", {**common, "topic": topic, "consumer_group": group,
+                                                          "is_system": system, "is_retry": retry}, row[index])
+    return metric
 
 
 _CONSUME_MODE = {"CONSUME_ACTIVELY": "pull", "CONSUME_PASSIVELY": "push", "CONSUME_POP": "pop"}

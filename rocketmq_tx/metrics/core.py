@@ -222,12 +222,18 @@ class _Families:
         return self.families
 
 
-def render(families: Iterable[Metric], *extra_collectors: Any) -> bytes:
+def render(families: Iterable[Metric | Callable[[], Metric]], *extra_collectors: Any) -> bytes:
     """
-    Prometheus' text format (version 0.0.4) of *families* and of *extra_collectors*' own. A family
-    without samples is left out, as Java's exporter leaves out an instrument with no data.
+    Prometheus' text format (version 0.0.4) of *families* (metric families, or functions that
+    build one: the building then happens here, in the caller's thread) and of
+    *extra_collectors*' own. A family without samples is left out, as Java's exporter leaves out
+    an instrument with no data.
     """
-    out = [f for f in families if f.samples]
+    out = []
+    for family in families:
+        metric = family() if callable(family) else family
+        if metric.samples:
+            out.append(metric)
     for collector in extra_collectors:
         out.extend(collector.collect())
     return generate_latest(_Families(out))

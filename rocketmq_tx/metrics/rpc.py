@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 
 from prometheus_client.core import Metric
 
@@ -76,5 +77,10 @@ class RpcLatency:
         self.table.observe(key, int(elapsed_ms))
 
     def build(self, common: Mapping[str, str]) -> Metric:
+        """The family now."""
+        return self.lazy(common)()
+
+    def lazy(self, common: Mapping[str, str]) -> Callable[[], Metric]:
+        """A copy of the histogram now, and the function building its family from it later."""
         rows, overflow = self.table.snapshot()
-        return RPC_LATENCY.build(common, rows, overflow, bounds=RPC_LATENCY_BUCKETS)
+        return partial(RPC_LATENCY.build, dict(common), rows, overflow, bounds=RPC_LATENCY_BUCKETS)

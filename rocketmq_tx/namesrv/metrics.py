@@ -62,11 +62,11 @@ class NamesrvMetrics:
         """``/readyz``: the name server's port listens."""
         return self.is_listening()
 
-    def collect(self) -> list[Metric]:
+    def collect(self) -> list[Metric | Callable[[], Metric]]:
         routes = self.controller.route_info_manager
         common = {**self.common, "node_id": self.node_id()}
-        out = [
-            self.rpc.build(common),
+        out: list[Metric | Callable[[], Metric]] = [
+            self.rpc.lazy(common),
             FAMILIES["brokers"].build(common, {(): len(routes.broker_live_table)}),
             FAMILIES["topics"].build(common, {(): len(routes.topic_queue_table)}),
             FAMILIES["native"].build(common, {(): 1 if ACCELERATED else 0}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet.defer import Deferred
 
+from rocketmq_tx.broker import metrics as broker_metrics
 from rocketmq_tx.broker.metrics import FAMILIES, BrokerMetrics, message_type
 from rocketmq_tx.broker.service import BrokerService
 from rocketmq_tx.broker.test.test_pull import TOPIC, PullTestCase
@@ -121,6 +122,27 @@ class MetricsCountTests(PullTestCase):
         self.assertEqual(value(families, "rocketmq_messages_in", otel_metric_overflow="true"), 2)
         self.assertEqual(sum(s.value for s in samples), 4)
         self.flushLoggedErrors()
+
+    def test_lag_sliced(self) -> None:
+        """The per-group gauges give the reactor back between steps when a slice is used up: the
+        scrape completes over several turns, each family once, one series per (group, topic)."""
+        metrics = self.controller.metrics
+        assert metrics is not None
+        subs = {f"T{i}": "*" for i in range(3)}
+        for topic in subs:
+            self.controller.topic_config_manager.update_topic_config(TopicConfig(topic, 1, 1))
+        self.call(RequestCode.HEART_BEAT, body=heartbeat(consumers={"g": subs}).body)
+        self.patch(broker_metrics, "SLICE_SECONDS", -1.0)
+        scheduled = len(self.reactor.getDelayedCalls())
+        d = metrics.collect()
+        self.assertFalse(d.called)  # one (group, topic) done, the rest on a later turn
+        self.assertEqual(len(self.reactor.getDelayedCalls()), scheduled + 1)
+        self.reactor.advance(0)
+        text = render(self.successResultOf(d)).decode()
+        self.assertEqual(text.count("# TYPE rocketmq_consumer_lag_messages gauge"), 1)
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        self.assertEqual(sorted(s.labels["topic"] for s in families["rocketmq_consumer_lag_messages"].samples),
+                         ["T0", "T1", "T2"])
 
     def test_empty_family_left_out(self) -> None:
         """A family with no series yet is not in the text at all (as Java's exporter)."""
