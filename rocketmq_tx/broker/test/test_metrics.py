@@ -209,6 +209,24 @@ class ServiceTests(PullTestCase):
                            reactor, drive_store=False)
         self.assertIsNotNone(on.metrics_listener)
 
+    def test_ready(self) -> None:
+        """/readyz's answer: not before the store is loaded, nor before a full registration is accepted."""
+        reactor = FakeReactor()
+        service = BrokerService(broker_settings(self, listenPort=0, metricsExporterType="PROM",
+                                                metricsPromExporterPort=0, namesrvAddr="127.0.0.1:9876"),
+                                reactor, drive_store=False)
+        metrics = service.controller.metrics
+        assert metrics is not None
+        self.assertFalse(metrics.ready())
+        metrics.store_ready = True
+        self.assertFalse(metrics.ready())  # no name server has answered
+        lane = service.registrar._current_lanes()[0]
+        lane.synced = object()
+        self.assertTrue(metrics.ready())
+        lane.retry = True  # a registration failed since
+        self.assertFalse(metrics.ready())
+        service.controller.shutdown()
+
     def test_exporter_types(self) -> None:
         """OTLP_GRPC and LOG are refused at start with one line; names and Java's numbers parse."""
         for kind in ("OTLP_GRPC", "LOG", "1", "3", "PROMETHEUS"):
