@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 import javaproperties
 
 __all__ = ["ConfigError", "Setting", "Settings", "NETTY_SERVER_CONFIG", "read_properties_file", "read_properties_text",
-           "control_character_error", "PATH_KEYS"]
+           "control_character_error", "PATH_KEYS", "METRICS_CONFIG", "METRICS_EXPORTER_TYPES", "exporter_type",
+           "validate_metrics"]
 
 #: Keys naming files and directories: a running server never takes them from a request
 #: (UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG), whatever ``configBlackList`` says. A store
@@ -197,3 +198,51 @@ NETTY_SERVER_CONFIG = (
     Setting("enableShutdownGracefully", False, bool),
     Setting("shutdownWaitTimeSeconds", 30, int),
 )
+
+
+#: Java 5.x's metrics keys (``BrokerConfig``; ``ControllerConfig`` for the name server's, which
+#: Java 5.x's name server itself does not have), plus our series limit. PROM is served;
+#: OTLP_GRPC and LOG are refused at start (``validate_metrics``).
+METRICS_EXPORTER_TYPES = ("DISABLE", "OTLP_GRPC", "PROM", "LOG")
+METRICS_CONFIG = (
+    Setting("metricsExporterType", "DISABLE", str, "DISABLE or PROM (OTLP_GRPC and LOG are not supported)"),
+    Setting("metricsPromExporterHost", "", str, "the metrics port's interface (empty: the server's address)"),
+    Setting("metricsPromExporterPort", 5557, int, "the metrics port: /metrics, /healthz, /readyz"),
+    Setting("metricsLabel", "", str, "labels added to every series, key:value,key:value"),
+    Setting("metricsInDelta", False, bool, "adds the label aggregation=delta (as Java; values stay cumulative)"),
+    Setting("metricsOtelCardinalityLimit", 50000, int, "not supported: accepted and ignored (see metricsSeriesLimit)"),
+    Setting("metricsGrpcExporterTarget", "", str, "not supported: accepted and ignored"),
+    Setting("metricsGrpcExporterHeader", "", str, "not supported: accepted and ignored"),
+    Setting("metricGrpcExporterTimeOutInMills", 3000, int, "not supported: accepted and ignored"),
+    Setting("metricGrpcExporterIntervalInMills", 60000, int, "not supported: accepted and ignored"),
+    Setting("metricLoggingExporterIntervalInMills", 10000, int, "not supported: accepted and ignored"),
+    Setting("metricsSeriesLimit", 1000, int,
+            "tx: series per metric family; further label sets are counted under otel_metric_overflow"),
+)
+
+
+def exporter_type(raw: str) -> str:
+    """Java's ``MetricsExporterType``: a name, or its number (0-3) as Java's int setter takes."""
+    text = raw.strip()
+    if text.isdigit():
+        number = int(text)
+        return METRICS_EXPORTER_TYPES[number] if number < len(METRICS_EXPORTER_TYPES) else "DISABLE"
+    return text
+
+
+def validate_metrics(settings: Settings) -> None:
+    """
+    What the metrics keys refuse (start-up and UPDATE_*_CONFIG).
+
+    :raises ConfigError: an unknown or unsupported exporter type, a port that is no port.
+    """
+    kind = exporter_type(settings["metricsExporterType"])
+    if kind not in METRICS_EXPORTER_TYPES:
+        raise ConfigError(f"metricsExporterType: {kind!r} is not one of {', '.join(METRICS_EXPORTER_TYPES)}")
+    if kind in ("OTLP_GRPC", "LOG"):
+        raise ConfigError(f"metricsExporterType: {kind} is not supported by rocketmq-tx; use PROM or DISABLE")
+    port = settings["metricsPromExporterPort"]
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"metricsPromExporterPort: {port} is not a TCP port")
+    if settings["metricsSeriesLimit"] <= 0:
+        raise ConfigError(f"metricsSeriesLimit: must be positive, got {settings['metricsSeriesLimit']}")

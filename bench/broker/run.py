@@ -72,6 +72,13 @@ It prints ACL / plain per target and (tx ratio) / (Java ratio),
 above 1 when ACL costs rocketmq_tx relatively less than Java, with the medians over
 ``--rounds``, and writes ``bench/broker/results-acl-<UTC timestamp>.json``.
 
+``--metrics`` (issue #24): rocketmq_tx only, on fresh processes, with
+``metricsExporterType=PROM`` and its ``/metrics`` scraped every second, against the same
+without metrics (every other round metrics first): a ``--warmup`` (default 10 s), then the
+Producer and SendLatency with 64 threads (``--seconds`` each, default 10). It prints
+metrics / plain (goal: send TPS >= 0.97, p99 within noise), the scrapes made and the slowest
+one, and writes ``bench/broker/results-metrics-<UTC timestamp>.json``.
+
 ``--transactions`` (issue #21): for each target, on fresh processes, a ``--warmup`` (default
 10 s), then the benchmark Producer (plain sync sends) and the benchmark TransactionProducer
 (its defaults -sr 0 -su 0: every local transaction commits at once, no check-back), 64
@@ -115,9 +122,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from brokerbench import features, five, ha, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
 from brokerbench.peers import tools_classpath  # noqa: E402
-from brokerbench.phases import bench_send, bench_target, measured  # noqa: E402
+from brokerbench.phases import bench_metrics, bench_send, bench_target, measured, metrics_settings  # noqa: E402
 from brokerbench.report import (  # noqa: E402
     ACL_ROWS,
+    METRICS_ROWS,
     mean_of_rounds,
     median_of_rounds,
     ratio_table,
@@ -244,6 +252,41 @@ def main_acl(args: argparse.Namespace, targets: list[str], tools_cp: str) -> Non
     _save_summary(args, path, raw)
 
 
+def main_metrics(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    """--metrics (issue #24): rocketmq_tx with metricsExporterType=PROM, scraped every second, against
+    the same without metrics, each on fresh processes; every other round metrics first."""
+    seconds = 10.0 if args.seconds is None else args.seconds
+    warmup = 10.0 if args.warmup is None else args.warmup
+    started = dt.datetime.now(dt.UTC)
+    rounds: list[dict[str, dict[str, dict]]] = []
+    for k in range(args.rounds):
+        modes = (False, True) if k % 2 == 0 else (True, False)
+        results: dict[str, dict] = {"rocketmq_tx": {}}
+        for on in modes:
+            extra, url = metrics_settings() if on else (None, None)
+            label = f"rocketmq_tx metrics {'on' if on else 'off'}" + (f" (round {k + 1})" if args.rounds > 1 else "")
+            results["rocketmq_tx"]["metrics" if on else "plain"] = measured(
+                "tx", label, args, tools_cp, False,
+                lambda target, url=url: bench_metrics(target, tools_cp, seconds, warmup, url), extra=extra)
+        rounds.append(results)
+    parts = [tls_report(r, "metrics", "metrics", METRICS_ROWS) for r in rounds]
+    if len(rounds) > 1:
+        median = {"rocketmq_tx": {m: median_of_rounds([r["rocketmq_tx"][m] for r in rounds])
+                                  for m in ("plain", "metrics")}}
+        parts.append(f"Median of the {len(rounds)} rounds:\n\n" + tls_report(median, "metrics", "metrics",
+                                                                             METRICS_ROWS))
+    parts.append("goal: send TPS, 64 threads, metrics / plain >= 0.97; p99 within noise")
+    text = "\n\n".join(parts)
+    print(text)
+    path, raw = write_results(
+        "metrics", started, args,
+        {"mode": "metrics-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup},
+        {"metrics": {"tx_broker_extra": {"metricsExporterType": "PROM"}, "scrape_interval_s": 1.0,
+                     "tx_mode": args.tx_mode}},
+        rounds[0] if len(rounds) == 1 else rounds, text)
+    _save_summary(args, path, raw)
+
+
 def main_transactions(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
     seconds = 20.0 if args.seconds is None else args.seconds
     warmup = 10.0 if args.warmup is None else args.warmup
@@ -366,6 +409,9 @@ def main() -> None:
                         help="--timer: seconds over which they are sent, and so their deliver times (default 60)")
     parser.add_argument("--timer-delay", type=float, default=10.0,
                         help="--timer: each message's deliver time, seconds after its send (default 10)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="rocketmq_tx with Prometheus metrics on (scraped every second) against off: "
+                             "64-thread send TPS and p99")
     parser.add_argument("--ha", action="store_true",
                         help="issue #23: an ASYNC_MASTER + slave (send TPS, the slave's lag sampled every second) "
                              "and a SYNC_MASTER + slave (send TPS, p99) per target, tx / Java")
@@ -401,8 +447,13 @@ def main() -> None:
     tools_cp = tools_classpath()
     if args.five:
         args.pop = args.timer = True
-    if sum(map(bool, (args.tls, args.acl, args.transactions, args.sql92, args.pop or args.timer, args.ha))) > 1:
-        parser.error("--tls, --acl, --transactions, --sql92, --pop/--timer and --ha are separate comparisons")
+    if sum(map(bool, (args.tls, args.acl, args.transactions, args.sql92, args.pop or args.timer, args.ha,
+                      args.metrics))) > 1:
+        parser.error("--tls, --acl, --transactions, --sql92, --pop/--timer, --ha and --metrics are separate "
+                     "comparisons")
+    if args.metrics:
+        main_metrics(args, targets, tools_cp)
+        return
     if args.ha:
         main_ha(args, targets, tools_cp)
         return

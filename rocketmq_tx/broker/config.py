@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_tx.common.route import PermName
-from rocketmq_tx.config import NETTY_SERVER_CONFIG, ConfigError, Setting, Settings
+from rocketmq_tx.config import METRICS_CONFIG, NETTY_SERVER_CONFIG, ConfigError, Setting, Settings, validate_metrics
 from rocketmq_tx.store.config import BrokerRole, FlushDiskType, MessageStoreConfig, _snake, parse_delay_levels
 
 __all__ = ["BrokerSettings", "BROKER_CONFIG", "local_address"]
@@ -190,7 +190,7 @@ BROKER_NETTY_CONFIG = tuple(
 class BrokerSettings(Settings):
     """Everything ``mqbroker -c`` reads, with Java's defaults (store keys kept as text)."""
 
-    SPEC = BROKER_CONFIG + BROKER_NETTY_CONFIG
+    SPEC = BROKER_CONFIG + METRICS_CONFIG + BROKER_NETTY_CONFIG
 
     def __init__(self, overrides: Mapping[str, Any] | None = None) -> None:
         super().__init__(overrides)
@@ -230,6 +230,7 @@ class BrokerSettings(Settings):
         if self["fastListenPortEnable"] and self["listenPort"] in (1, 2):
             raise ConfigError(f"listenPort: {self['listenPort']} leaves no fast port (listenPort - 2); "
                               "use 0, a port above 2, or fastListenPortEnable=false")
+        validate_metrics(self)
         _check_store(self.store_properties)
 
     def message_store_config(self, **overrides: Any) -> MessageStoreConfig:

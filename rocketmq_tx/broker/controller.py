@@ -21,6 +21,7 @@ from rocketmq_tx.broker.consumeroffset import ConsumerOffsetManager
 from rocketmq_tx.broker.ha import HAClient, HAService
 from rocketmq_tx.broker.longpolling import PullRequestHoldService
 from rocketmq_tx.broker.messagerequestmode import MessageRequestModeManager
+from rocketmq_tx.broker.metrics import BrokerMetrics
 from rocketmq_tx.broker.persister import MetadataPersister
 from rocketmq_tx.broker.pop import PopLongPollingService, PopService
 from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
@@ -39,6 +40,7 @@ from rocketmq_tx.broker.transaction import (
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.route import DataVersion
+from rocketmq_tx.config import exporter_type
 from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
 from rocketmq_tx.store.config import BrokerRole
 from rocketmq_tx.store.status import PutMessageStatus
@@ -96,6 +98,10 @@ class BrokerController:
         self.schedule_message_service = ScheduleMessageService(
             store, os.path.join(config_dir, "delayOffset.json"), self.now_ms)
         self.stats = BrokerStats(self.now_ms)
+        #: the Prometheus figures (``metricsExporterType=PROM``), else ``None``: nothing is counted
+        self.metrics: BrokerMetrics | None = None
+        if exporter_type(settings["metricsExporterType"]) == "PROM":
+            self.metrics = BrokerMetrics(self)
         #: 5.x timer messages (Java creates its TimerMessageStore only with timerWheelEnable;
         #: without it the put hook still refuses timer messages, as Java's does)
         self.timer_message_service: TimerMessageService | None = None
@@ -347,7 +353,10 @@ class BrokerController:
             status = future.result()
         except Exception:  # the flush thread failed: report it like a timeout
             status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-        for result, d in self._flush_waiters.pop(future, ()):
+        waiters = self._flush_waiters.pop(future, ())
+        if self.metrics is not None and waiters:
+            self.metrics.group_commit(len(waiters))
+        for result, d in waiters:
             result.status = status
             d.callback(result)
 

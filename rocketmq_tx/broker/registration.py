@@ -172,6 +172,11 @@ class BrokerRegistrar:
             return defer.succeed({})
         return defer.gatherResults(list(waits.values())).addCallback(lambda results: dict(zip(waits, results)))
 
+    def is_registered(self) -> bool:
+        """Whether a name server has the whole topic table: its last full registration succeeded
+        and nothing failed since (``/readyz``)."""
+        return any(lane.synced is not None and not lane.retry for lane in self.lanes.values())
+
     def is_idle(self) -> bool:
         """Nothing in flight and nothing waiting (tests, benchmarks)."""
         return all(not (lane.in_flight or lane.full or lane.pending or lane.retry) for lane in self.lanes.values())

@@ -22,6 +22,7 @@ from rocketmq_tx.broker.ha.slavesync import SYNC_INTERVAL, SlaveSynchronize
 from rocketmq_tx.broker.outerapi import BrokerOuterAPI, namesrv_addresses
 from rocketmq_tx.broker.processors import processor_table
 from rocketmq_tx.broker.registration import BrokerRegistrar
+from rocketmq_tx.metrics.http import ReactorLagMonitor, metrics_service, metrics_site
 from rocketmq_tx.net.client import RemotingClient
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
@@ -31,12 +32,13 @@ from rocketmq_tx.net.transport import ServerEndpoint
 from rocketmq_tx.store import StoreDriver
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
-__all__ = ["BrokerService", "LABEL", "FAST_LABEL", "HA_LABEL"]
+__all__ = ["BrokerService", "LABEL", "FAST_LABEL", "HA_LABEL", "METRICS_LABEL"]
 
 #: What the listening lines say: ``rocketmq-broker listening on <host>:<port>``.
 LABEL = "rocketmq-broker"
 FAST_LABEL = "rocketmq-broker-fast"
 HA_LABEL = "rocketmq-broker-ha"
+METRICS_LABEL = "rocketmq-broker-metrics"
 
 log = Logger()
 
@@ -140,6 +142,16 @@ class BrokerService(service.MultiService):
         # Java's TransactionalMessageCheckService: a pass every transactionCheckInterval, in
         # slices of a few ms per reactor turn; the first one interval after the start.
         _timer(settings["transactionCheckInterval"] / 1000.0, self._check_transactions, reactor, self, now=False)
+        # metricsExporterType=PROM: /metrics, /healthz and /readyz on metricsPromExporterPort
+        self.metrics_listener: ListeningService | None = None
+        if c.metrics is not None:
+            lag = ReactorLagMonitor(reactor)
+            lag.setServiceParent(self)
+            c.metrics.reactor_lag = lag.take
+            host = settings["metricsPromExporterHost"] or settings["brokerIP1"]
+            self.metrics_listener = metrics_service(METRICS_LABEL, host, settings["metricsPromExporterPort"],
+                                                    metrics_site(c.metrics, reactor), reactor)
+            self.metrics_listener.setServiceParent(self)
 
     def use_namesrv_tls(self, tls: TlsSettings) -> None:
         """Register with the name servers over TLS with these settings (before start)."""
@@ -157,6 +169,8 @@ class BrokerService(service.MultiService):
         if not c.load():
             raise RuntimeError("the broker cannot load its store or config files; see the log above")
         c.start()
+        if c.metrics is not None:
+            c.metrics.store_ready = True
         if self.driver is not None:
             self.driver.start()
         super().startService()

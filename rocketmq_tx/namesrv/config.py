@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rocketmq_tx.config import NETTY_SERVER_CONFIG, ConfigError, Setting, Settings
+from rocketmq_tx.config import METRICS_CONFIG, NETTY_SERVER_CONFIG, ConfigError, Setting, Settings, validate_metrics
 
 __all__ = ["NamesrvSettings", "NAMESRV_CONFIG", "NETTY_SERVER_CONFIG"]
 
@@ -55,7 +55,7 @@ NAMESRV_CONFIG = (
 class NamesrvSettings(Settings):
     """Everything ``mqnamesrv -c`` reads, with Java's defaults."""
 
-    SPEC = NAMESRV_CONFIG + NETTY_SERVER_CONFIG
+    SPEC = NAMESRV_CONFIG + METRICS_CONFIG + NETTY_SERVER_CONFIG
 
     def validate(self) -> None:
         """What ``twistd rocketmq-namesrv`` refuses to start on (and UPDATE_NAMESRV_CONFIG refuses)."""
@@ -63,3 +63,4 @@ class NamesrvSettings(Settings):
         for key in ("scanNotActiveBrokerInterval", "brokerChannelExpiredTime"):
             if self[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self[key]}")
+        validate_metrics(self)

@@ -12,12 +12,15 @@ from twisted.application import internet, service
 from twisted.internet.interfaces import IReactorTCP, IReactorTime
 from twisted.logger import Logger
 
+from rocketmq_tx.config import exporter_type
+from rocketmq_tx.metrics.http import ReactorLagMonitor, metrics_service, metrics_site
 from rocketmq_tx.namesrv.config import NamesrvSettings
 from rocketmq_tx.namesrv.controller import NamesrvController
+from rocketmq_tx.namesrv.metrics import NamesrvMetrics
 from rocketmq_tx.namesrv.processors import processor_table
 from rocketmq_tx.net.protocol import RemotingProtocol
 from rocketmq_tx.net.server import RemotingServerFactory
-from rocketmq_tx.net.service import ListeningService
+from rocketmq_tx.net.service import ListeningService, tcp_address
 from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
 from rocketmq_tx.net.transport import ServerEndpoint
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
@@ -26,6 +29,7 @@ __all__ = ["NamesrvService", "LABEL"]
 
 #: What the listening line says: ``rocketmq-namesrv listening on <host>:<port>``.
 LABEL = "rocketmq-namesrv"
+METRICS_LABEL = "rocketmq-namesrv-metrics"
 
 log = Logger()
 
@@ -71,10 +75,30 @@ class NamesrvService(service.MultiService):
         scan = internet.TimerService(settings["scanNotActiveBrokerInterval"] / 1000.0, self._scan)
         scan.clock = clock
         scan.setServiceParent(self)
+        # metricsExporterType=PROM: /metrics, /healthz and /readyz on metricsPromExporterPort
+        self.metrics: NamesrvMetrics | None = None
+        self.metrics_listener: ListeningService | None = None
+        if exporter_type(settings["metricsExporterType"]) == "PROM":
+            self.metrics = NamesrvMetrics(self.controller, self._node_id, lambda: self.listener.port is not None)
+            self.factory.processors.observer = self.metrics.rpc.rpc_done
+            lag = ReactorLagMonitor(clock)
+            lag.setServiceParent(self)
+            self.metrics.reactor_lag = lag.take
+            self.metrics_listener = metrics_service(
+                METRICS_LABEL, settings["metricsPromExporterHost"] or host, settings["metricsPromExporterPort"],
+                metrics_site(self.metrics, reactor), reactor)
+            self.metrics_listener.setServiceParent(self)
 
     def startService(self) -> None:
         self.controller.load()
         super().startService()
+
+    def _node_id(self) -> str:
+        port = self.listener.port
+        if port is None:
+            return f"{self.settings['bindAddress']}:{self.settings['listenPort']}"
+        address = tcp_address(port)
+        return f"{address.host}:{address.port}"
 
     def _scan(self) -> None:
         removed = self.controller.route_info_manager.scan_not_active_broker()

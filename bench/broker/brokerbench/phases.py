@@ -10,9 +10,14 @@ import argparse
 import os
 import shutil
 import tempfile
+import threading
+import time
 import traceback
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+import javaharness as jh
 
 from .peers import HOMES, BenchHome, Target, java_broker_classpath, rss_kib, start_java, start_tx
 from .security import check_acl_enforced
@@ -81,7 +86,7 @@ def bench_send(target: Target, cp: str, seconds: float, warmup: float, tls: bool
 
 
 def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls: bool,
-             bench: Callable[[Target], dict], acl: bool = False) -> dict:
+             bench: Callable[[Target], dict], acl: bool = False, extra: dict[str, str] | None = None) -> dict:
     """Start a fresh *kind* target (name server + broker, empty store; *tls*: enforcing, test
     mode; *acl*: ACL on, see ``--acl``), run *bench* on it, stop it; the result carries the
     load average at start and end, or the error (a failed target keeps its logs)."""
@@ -96,7 +101,7 @@ def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls:
             target = start_java(args.java_broker, java_broker_classpath(args.java_broker, tools_cp),
                                 work / "store", args.java_heap, tls, acl)
         else:
-            target = start_tx(args.tx_mode, work, tls, acl)
+            target = start_tx(args.tx_mode, work, tls, acl, extra)
         log(f"{name}: first acknowledged send {target.startup_s:.3f} s after spawn")
         if acl:
             check_acl_enforced(target)
@@ -116,3 +121,69 @@ def measured(kind: str, name: str, args: argparse.Namespace, tools_cp: str, tls:
                 shutil.rmtree(home, ignore_errors=True)
         HOMES.clear()
     return result
+
+
+class Scraper(threading.Thread):
+    """GET *url* every *interval* s until stopped, as a Prometheus server would; counts the
+    scrapes, the failures and the slowest answer."""
+
+    def __init__(self, url: str, interval: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.interval = interval
+        self.stopped = threading.Event()
+        self.scrapes = 0
+        self.failures = 0
+        self.slowest_s = 0.0
+        self.last_bytes = 0
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            t = time.monotonic()
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as r:
+                    self.last_bytes = len(r.read())
+                self.scrapes += 1
+            except OSError:
+                self.failures += 1
+            self.slowest_s = max(self.slowest_s, time.monotonic() - t)
+
+    def stop(self) -> dict:
+        self.stopped.set()
+        self.join(15)
+        return {"scrapes": self.scrapes, "failures": self.failures, "slowest_s": round(self.slowest_s, 4),
+                "last_bytes": self.last_bytes}
+
+
+def metrics_settings() -> tuple[dict[str, str], str]:
+    """The broker keys that turn metrics on (a free port on 127.0.0.1), and the URL to scrape."""
+    port = jh.free_port()
+    return ({"metricsExporterType": "PROM", "metricsPromExporterHost": "127.0.0.1",
+             "metricsPromExporterPort": str(port)}, f"http://127.0.0.1:{port}/metrics")
+
+
+def bench_metrics(target: Target, cp: str, seconds: float, warmup: float, scrape_url: str | None) -> dict:
+    """
+    --metrics: a warm-up, then the Producer and SendLatency with 64 threads while *scrape_url*
+    (the broker's /metrics; ``None``: metrics off) is scraped every second.
+    """
+    home = BenchHome("bench-broker-tools", TOOL_JVM)
+    out: dict = {"name": target.name, "startup_s": round(target.startup_s, 3), **target.info}
+    if warmup > 0:
+        log(f"{target.name}: warm-up, Producer, 64 threads, {warmup:.0f} s (not reported)")
+        out["warmup"] = run_producer(cp, home, target.namesrv_addr, "BenchWarmup", 64, warmup, True)
+        out["warmup"].pop("lines", None)
+    scraper = Scraper(scrape_url) if scrape_url else None
+    if scraper is not None:
+        scraper.start()
+    try:
+        log(f"{target.name}: Producer, 64 threads, first report + {seconds:.0f} s")
+        out["send_64"] = run_producer(cp, home, target.namesrv_addr, "BenchSend64", 64, seconds,
+                                      broker_pid=target.broker_pid)
+        log(f"{target.name}: SendLatency (p99), 64 threads, {seconds + 3:.0f} s")
+        out["latency_64"] = run_latency(cp, home, target.namesrv_addr, "BenchLatency64", 64, seconds)
+    finally:
+        if scraper is not None:
+            out["scraper"] = scraper.stop()
+    out["broker_rss_kib"] = {"after_send_64": rss_kib(target.broker_pid)}
+    return out

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import _summary
 
-from .report import ACL_ROWS, ROWS, TLS_ROWS, get, mean_of_rounds, median_of_rounds, ratio
+from .report import ACL_ROWS, METRICS_ROWS, ROWS, TLS_ROWS, get, mean_of_rounds, median_of_rounds, ratio
 
 __all__ = ["dumps", "met", "save", "summarize"]
 
 dumps = _summary.dumps
 
 #: per round, only the figures with a goal (the full rows are in the aggregate)
-_KEY_FIGURES = ("send TPS, 64 threads", "send TPS, 1 thread")
+_KEY_FIGURES = ("send TPS, 64 threads", "send TPS, 1 thread", "p99 RT ms, 64 threads (SendLatency)")
 
 
 def _num(value: object) -> object:
@@ -130,14 +130,30 @@ def summarize(raw: dict, raw_path: Path | None = None) -> dict:
         out["figures"] = _full(rounds[0])
         return out
     key, spec, combine, how = (("tls", TLS_ROWS, mean_of_rounds, "mean") if mode == "tls-compare"
+                               else ("metrics", METRICS_ROWS, median_of_rounds, "median")
+                               if mode == "metrics-compare"
                                else ("acl", ACL_ROWS, median_of_rounds, "median"))
     if len(rounds) == 1:
-        out["figures"] = _compare(rounds[0], key, spec)
+        out["figures"] = _own_goals(_compare(rounds[0], key, spec), key, spec)
         return out
     out["rounds"] = [_compare(r, key, spec, _KEY_FIGURES) for r in rounds]
     combined = {n: {m: combine([r[n][m] for r in rounds]) for m in ("plain", key)} for n in rounds[0]}
-    out[f"{how}_of_rounds"] = _compare(combined, key, spec)
+    out[f"{how}_of_rounds"] = _own_goals(_compare(combined, key, spec), key, spec)
     return out
+
+
+def _own_goals(rows: list[dict], key: str, spec: list) -> list[dict]:
+    """--metrics' goals are on rocketmq_tx's own ratio (metrics on / off), not against Java's."""
+    if key != "metrics":
+        return rows
+    goals = {label: goal for label, _, goal in spec}
+    for row in rows:
+        goal = goals.get(row["figure"])
+        value = row.get("rocketmq_tx", {}).get("metrics_over_plain")
+        if goal:
+            row["goal"] = f"metrics on / off {goal}"
+            row["met"] = met(value, goal)
+    return rows
 
 
 def save(raw: dict, raw_path: Path | None, path: Path | None = None) -> Path:

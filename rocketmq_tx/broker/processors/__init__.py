@@ -85,4 +85,6 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
         processors.append(NotificationProcessor(controller))
     for processor in processors:
         table.register_handlers(processor)
+    if controller.metrics is not None:  # every answer's latency (rocketmq_rpc_latency)
+        table.observer = controller.metrics.rpc.rpc_done
     return table

@@ -260,6 +260,8 @@ class PopMessageProcessor(HandlerProcessor):
             # Nothing for this POP up to there (filtered out): move past it, as Java's mock checkpoint does.
             c.consumer_offset_manager.commit_offset(group, topic, queue_id, result.next_begin_offset)
         got.rest += max(result.max_offset - result.next_begin_offset, 0)
+        if result.message_buffers and c.metrics is not None:
+            c.metrics.pop_out(header.topic, group, is_retry, len(result.message_buffers), result.buffer_total_size)
         if not is_retry:
             got.buffers.extend(result.message_buffers)
             return

@@ -205,8 +205,14 @@ class PullMessageProcessor(HandlerProcessor):
         if allow_suspend and has_commit and not slave:  # a slave's offsets come from its master
             c.consumer_offset_manager.commit_offset(header.consumer_group, header.topic, header.queue_id,
                                                     header.commit_offset)
+        metrics = c.metrics
+        if metrics is not None:
+            metrics.pulled(header.consumer_group, header.topic, header.queue_id, result.next_begin_offset)
         if code == ResponseCode.SUCCESS:
             c.stats.get(header.consumer_group, header.topic, result.message_count, result.buffer_total_size)
+            if metrics is not None:
+                metrics.message_out(header.topic, header.consumer_group, result.message_count,
+                                    result.buffer_total_size)
             return request.make_response(code, status.name, response_header.to_ext_fields(), result.body())
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
             if not c.pull_request_hold_service.can_hold(ctx):

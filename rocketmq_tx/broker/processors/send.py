@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from rocketmq_tx.broker.controller import BrokerController
+from rocketmq_tx.broker.metrics import message_type
 from rocketmq_tx.broker.remarks import suggest_todo
 from rocketmq_tx.broker.timer import timer_put_result_response
 from rocketmq_tx.broker.topicconfig import (
@@ -202,6 +203,8 @@ class SendMessageProcessor(HandlerProcessor):
             if request.version >= V3_4_9 and header.max_reconsume_times is not None:
                 max_times = header.max_reconsume_times
             if (header.reconsume_times or 0) >= max_times:
+                if self.controller.metrics is not None:  # Java labels it with the sender's group and topic
+                    self.controller.metrics.dlq(header.producer_group, header.topic)
                 msg.topic = dlq_topic(group)
                 msg.queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
                 if self.topics.create_topic_in_send_message_back_method(msg.topic, DLQ_NUMS_PER_GROUP, _RW) is None:
@@ -247,7 +250,8 @@ class SendMessageProcessor(HandlerProcessor):
             real_queue_id = msg.queue_id
             uniq_key = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             self.controller.transactional_message_bridge.prepare_half_message(msg, props)
-            return self._finish(request, self.controller.put_message(msg), real_queue_id, uniq_key)
+            return self._finish(request, self.controller.put_message(msg), real_queue_id, uniq_key,
+                                self._metric_labels(msg.topic, props))
         # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
         # for WAIT=true) but honours it.
         props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
@@ -255,7 +259,8 @@ class SendMessageProcessor(HandlerProcessor):
         msg.property_map = props
         queue_id = msg.queue_id
         return self._finish(request, self.controller.put_message(msg), queue_id,
-                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                            self._metric_labels(msg.topic, props))
 
     def send_batch_message(self, ctx: IRemotingContext, request: RemotingCommand,
                            header: SendHeader) -> Any:
@@ -280,19 +285,31 @@ class SendMessageProcessor(HandlerProcessor):
                                 sys_flag, header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0,
                                 wait_store_msg_ok=wait_store_msg_ok(props))
         return self._finish(request, self.controller.put_messages(batch), queue_id,
-                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                            self._metric_labels(header.topic, props))
 
-    def _finish(self, request: RemotingCommand, result: Any, queue_id: int, transaction_id: str | None) -> Any:
+    def _metric_labels(self, topic: str, props: dict[str, str]) -> tuple[str, str] | None:
+        """What rocketmq_messages_in counts a send under (``None`` with the metrics off)."""
+        if self.controller.metrics is None:
+            return None
+        return topic, message_type(props)
+
+    def _finish(self, request: RemotingCommand, result: Any, queue_id: int, transaction_id: str | None,
+                labels: tuple[str, str] | None = None) -> Any:
         if hasattr(result, "addCallback"):
-            return result.addCallback(self._send_response, request, queue_id, transaction_id)
-        return self._send_response(result, request, queue_id, transaction_id)
+            return result.addCallback(self._send_response, request, queue_id, transaction_id, labels)
+        return self._send_response(result, request, queue_id, transaction_id, labels)
 
     def _send_response(self, result: PutMessageResult, request: RemotingCommand, queue_id: int,
-                       transaction_id: str | None) -> RemotingCommand:
+                       transaction_id: str | None, labels: tuple[str, str] | None = None) -> RemotingCommand:
         code, remark = put_result_response(request, result, self.controller.store_config.max_message_size,
                                            self.controller.store_config)
         response = self._response(request, code, remark)
         append = result.append_result if result is not None else None
+        if labels is not None and code == ResponseCode.SUCCESS and append is not None:
+            metrics = self.controller.metrics
+            if metrics is not None:
+                metrics.message_in(labels[0], labels[1], append.msg_num, append.wrote_bytes)
         if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                     ResponseCode.SLAVE_NOT_AVAILABLE) and append is not None:
             # transactionId: the message's UNIQ_KEY, as 5.x answers every send (4.9 never did). The
@@ -337,6 +354,8 @@ class SendMessageProcessor(HandlerProcessor):
         if request.version >= V3_4_9 and header.max_reconsume_times is not None:
             max_times = header.max_reconsume_times
         if ext.reconsume_times >= max_times or delay_level < 0:
+            if self.controller.metrics is not None:
+                self.controller.metrics.dlq(header.group, header.origin_topic or "")
             new_topic = dlq_topic(header.group)
             queue_id = self.random.randrange(99999999) % DLQ_NUMS_PER_GROUP
             if self.topics.create_topic_in_send_message_back_method(new_topic, DLQ_NUMS_PER_GROUP, _RW) is None:

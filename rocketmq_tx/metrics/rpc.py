@@ -1,0 +1,86 @@
+# -*- test-case-name: rocketmq_tx.metrics.test.test_core -*-
+"""
+``rocketmq_rpc_latency``: every answered request's latency by request and response code, as
+Java 5.x's ``NettyRemotingAbstract.writeResponse`` records it (both servers).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+
+from prometheus_client.core import Metric
+
+from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS, Family, HistogramTable, bool_label
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+
+__all__ = ["RpcLatency", "RPC_LATENCY", "request_code_desc", "response_code_desc"]
+
+RPC_LATENCY = Family("rocketmq_rpc_latency", "histogram", "Rpc latency",
+                     ("protocol_type", "request_code", "response_code", "is_long_polling", "result"),
+                     unit="milliseconds", java=True)
+#: codes a held (long-polling) request answers later; Java's ``is_long_polling`` is a suspended one
+_LONG_POLLING_CODES = frozenset({RequestCode.PULL_MESSAGE, RequestCode.POP_MESSAGE, RequestCode.NOTIFICATION})
+
+
+def request_code_desc(code: int) -> str:
+    """Java ``RemotingHelper.getRequestCodeDesc``: the RequestCode field's name in lower case."""
+    try:
+        return RequestCode(code).name.lower()
+    except ValueError:
+        return str(code)
+
+
+def response_code_desc(code: int) -> str:
+    """Java ``RemotingHelper.getResponseCodeDesc``."""
+    try:
+        return ResponseCode(code).name.lower()
+    except ValueError:
+        return str(code)
+
+
+class RpcLatency:
+    """
+    The histogram, fed by :meth:`rpc_done` (a :class:`~rocketmq_tx.net.dispatch.ProcessorTable`
+    observer).
+
+    :param limit: series at most (request and response codes come from peers).
+    """
+
+    def __init__(self, limit: int, on_capped: Callable[[str, int], object] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.table = HistogramTable(RPC_LATENCY.name, RPC_LATENCY_BUCKETS, limit, on_capped)
+        self.clock = clock
+        self._keys: dict[tuple[int, int, bool, bool], tuple] = {}
+
+    def rpc_done(self, request: RemotingCommand, response: RemotingCommand | None, started: float,
+                 later: bool) -> None:
+        """
+        A request was answered: its latency by request and response code; *later*: answered
+        through a Deferred (a held pull or POP is Java's ``is_long_polling``). No response, no
+        sample, as for Java's oneway requests.
+        """
+        if response is None:
+            return
+        elapsed_ms = (self.clock() - started) * 1000.0
+        code = request.code
+        oneway = request.is_oneway
+        k = (code, response.code, later and code in _LONG_POLLING_CODES, oneway)
+        key = self._keys.get(k)
+        if key is None:
+            if len(self._keys) > 4 * self.table.limit:
+                self._keys.clear()
+            key = self._keys[k] = ("remoting", request_code_desc(code), response_code_desc(response.code),
+                                   bool_label(k[2]), "oneway" if oneway else "success")
+        # Java records whole milliseconds (Stopwatch.elapsed(MILLISECONDS))
+        self.table.observe(key, int(elapsed_ms))
+
+    def build(self, common: Mapping[str, str]) -> Metric:
+        """The family now."""
+        return self.lazy(common)()
+
+    def lazy(self, common: Mapping[str, str]) -> Callable[[], Metric]:
+        """A copy of the histogram now, and the function building its family from it later."""
+        rows, overflow = self.table.snapshot()
+        return partial(RPC_LATENCY.build, dict(common), rows, overflow, bounds=RPC_LATENCY_BUCKETS)
