@@ -132,6 +132,9 @@ class ProcessorTable:
         #: ``doBeforeRequest``, e.g. the broker's ACL check): ``None`` to go on, or the
         #: response that refuses the request (sent as is, not run by the processor).
         self.before_request: Callable[[IRemotingContext, RemotingCommand], RemotingCommand | None] | None = None
+        #: ``hook(request, deferred)`` told of every request answered later (not at once), with
+        #: the Deferred of its answer: the broker counts those still waiting (its runtime info)
+        self.on_deferred: Callable[[RemotingCommand, Deferred], object] | None = None
 
     def register(self, code: int, processor: IRequestProcessor) -> None:
         """Route requests with *code* to *processor*."""
@@ -183,6 +186,8 @@ class ProcessorTable:
         except Exception:
             return self._failed(Failure(), ctx, request)
         if isinstance(result, Deferred):
+            if self.on_deferred is not None:
+                self.on_deferred(request, result)
             return result.addCallbacks(self._refused, self._failed,
                                        callbackArgs=(ctx, request), errbackArgs=(ctx, request))
         if result is not None and result.code:
