@@ -10,7 +10,7 @@ from rocketmq_tx.broker.test.test_processors import BrokerTestCase
 from rocketmq_tx.broker.test.test_pull import PullTestCase
 from rocketmq_tx.broker.test.util import Ctx
 from rocketmq_tx.common import fastjson
-from rocketmq_tx.remoting import RequestCode, ResponseCode
+from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.store.status import PutMessageStatus
 
 #: Java 4.9.8's prepareRuntimeInfo over DefaultMessageStore.getRuntimeInfo, without the keys
@@ -100,6 +100,24 @@ class RuntimeInfoTests(RuntimeInfoCase):
                                               "endTimestamp": str(2 ** 62)})
         info = self.info()
         self.assertEqual((info["queryThreadPoolQueueSize"], info["queryThreadPoolQueueHeadWaitTimeMills"]), ("0", "0"))
+
+    def test_pools_by_request_code(self) -> None:
+        """A request answered later counts in its Java pool's queue (END_TRANSACTION's, CONSUMER_SEND_MSG_BACK in
+        the send pool's, VIEW_MESSAGE_BY_ID in the query pool's) until answered; other codes in none."""
+        answers = {code: Deferred() for code in (RequestCode.END_TRANSACTION, RequestCode.CONSUMER_SEND_MSG_BACK,
+                                                 RequestCode.VIEW_MESSAGE_BY_ID, RequestCode.PULL_MESSAGE)}
+        for code, d in answers.items():
+            self.controller.track_request(RemotingCommand.request(code), d)
+        self.reactor.advance(0.0045)
+        info = self.info()
+        self.assertEqual([info[k] for k in ("EndTransactionQueueSize", "sendThreadPoolQueueSize",
+                                             "sendThreadPoolQueueHeadWaitTimeMills", "queryThreadPoolQueueSize",
+                                             "pullThreadPoolQueueSize")], ["1", "1", "4", "1", "0"])
+        for d in answers.values():
+            d.callback(None)
+        info = self.info()
+        self.assertEqual([info[k] for k in ("EndTransactionQueueSize", "sendThreadPoolQueueSize",
+                                             "queryThreadPoolQueueSize")], ["0", "0", "0"])
 
 
 class SyncFlushRuntimeInfoTests(RuntimeInfoCase):
