@@ -175,3 +175,37 @@ def test_broker_status_under_load(java_classpath_4, java_broker, tmp_path):
         if sender is not None and sender.is_alive():
             sender.stop_event.set()
         server.stop()
+
+
+def test_queue_figures_with_sync_flush(tmp_path):
+    """SYNC_FLUSH: sends wait for their group commit, so under load from 8 senders the send queue's
+    figures (the sends whose answer waits) are seen above 0, and fall back to 0 once the load stops."""
+    server = tb.start_standalone(tmp_path / "store", name="tx-rtinfo-sync", cluster="RtInfoCluster",
+                                 extra={"flushDiskType": "SYNC_FLUSH"})
+    senders: list[Sender] = []
+    try:
+        with BlockingConnection(server.addr) as conn:
+            assert tb.create_topic(conn, TOPIC).code == ResponseCode.SUCCESS
+        senders = [Sender(server.addr) for _ in range(8)]
+        for s in senders:
+            s.start()
+        seen: list[tuple[int, int]] = []
+        deadline = time.monotonic() + 30
+        with BlockingConnection(server.addr) as conn:
+            while time.monotonic() < deadline and not any(size for size, _ in seen):
+                r = conn.invoke(RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 10)
+                table = fastjson.loads(r.body)["table"]
+                seen.append((int(table["sendThreadPoolQueueSize"]), int(table["sendThreadPoolQueueHeadWaitTimeMills"])))
+                assert int(table["pageCacheLockTimeMills"]) >= 0
+        for s in senders:
+            s.stop()
+        assert any(size for size, _ in seen), seen[-20:]
+        assert max(size for size, _ in seen) <= 8, seen  # one send in flight per sender at most
+        assert sum(s.ok for s in senders) > 0 and not any(s.other for s in senders)
+        idle = runtime_info(server.addr)
+        assert (idle["sendThreadPoolQueueSize"], idle["sendThreadPoolQueueHeadWaitTimeMills"]) == ("0", "0"), idle
+        print(f"\nSYNC_FLUSH send queue (size, head wait ms) seen: {seen[-5:]} after {len(seen)} reads")
+    finally:
+        for s in senders:
+            s.stop_event.set()
+        server.stop()
