@@ -26,7 +26,7 @@ from rocketmq_tx.broker.persister import MetadataPersister
 from rocketmq_tx.broker.pop import PopLongPollingService, PopService
 from rocketmq_tx.broker.rebalancelock import RebalanceLockManager
 from rocketmq_tx.broker.schedule import ScheduleMessageService
-from rocketmq_tx.broker.stats import BrokerStats
+from rocketmq_tx.broker.stats import BrokerStats, RequestsInFlight
 from rocketmq_tx.broker.subscriptiongroup import SubscriptionGroupManager
 from rocketmq_tx.broker.timer import DISABLED_RUNTIME_INFO, TimerMessageService, timer_disabled_hook
 from rocketmq_tx.broker.topicconfig import OFFSET_MOVED_EVENT, TopicConfigManager
@@ -38,17 +38,27 @@ from rocketmq_tx.broker.transaction import (
     TransactionCheckListener,
 )
 from rocketmq_tx.common import fastjson
+from rocketmq_tx.common.javatext import human_readable_byte_count
 from rocketmq_tx.common.message import MessageConst, properties_to_string
 from rocketmq_tx.common.route import DataVersion
 from rocketmq_tx.config import exporter_type
+from rocketmq_tx.remoting import RemotingCommand, RequestCode
 from rocketmq_tx.store import DefaultMessageStore, MessageExtBatch, MessageExtBrokerInner, PutMessageResult
 from rocketmq_tx.store.config import BrokerRole
 from rocketmq_tx.store.status import PutMessageStatus
-from rocketmq_tx.store.store import disk_used_ratio
 
 __all__ = ["BrokerController"]
 
 log = Logger()
+
+#: the requests Java runs on its send, query and EndTransaction pools (its pull pool's
+#: counterpart is the pulls woken from long polling and waiting for their turn)
+_POOL_BY_CODE: dict[int, str] = {
+    RequestCode.SEND_MESSAGE: "send", RequestCode.SEND_MESSAGE_V2: "send", RequestCode.SEND_BATCH_MESSAGE: "send",
+    RequestCode.CONSUMER_SEND_MSG_BACK: "send",
+    RequestCode.QUERY_MESSAGE: "query", RequestCode.VIEW_MESSAGE_BY_ID: "query",
+    RequestCode.END_TRANSACTION: "endTransaction",
+}
 
 
 class BrokerController:
@@ -102,6 +112,8 @@ class BrokerController:
         self.metrics: BrokerMetrics | None = None
         if exporter_type(settings["metricsExporterType"]) == "PROM":
             self.metrics = BrokerMetrics(self)
+        #: by pool name: the requests answered later and still waiting (see :meth:`track_request`)
+        self.requests_in_flight = {pool: RequestsInFlight(self.now_ms) for pool in ("send", "query", "endTransaction")}
         #: 5.x timer messages (Java creates its TimerMessageStore only with timerWheelEnable;
         #: without it the put hook still refuses timer messages, as Java's does)
         self.timer_message_service: TimerMessageService | None = None
@@ -297,10 +309,46 @@ class BrokerController:
         a slave. *stats*: count it in the topic's put figures (Java counts sends and send-backs;
         not the messages the broker writes on its own: committed and op messages, OffsetMovedEvents).
         """
-        return self._settle(self.store.async_put_message(msg), msg.topic if stats else None, msg.wait_store_msg_ok)
+        begin = self.reactor.seconds()
+        return self._timed(self._settle(self.store.async_put_message(msg), msg.topic if stats else None,
+                                        msg.wait_store_msg_ok), begin)
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult | Deferred:
-        return self._settle(self.store.async_put_messages(batch), batch.topic, batch.wait_store_msg_ok)
+        begin = self.reactor.seconds()
+        return self._timed(self._settle(self.store.async_put_messages(batch), batch.topic, batch.wait_store_msg_ok),
+                           begin)
+
+    def _timed(self, settled: PutMessageResult | Deferred, begin: float) -> PutMessageResult | Deferred:
+        # Java's put latency runs from the append request to the result, the flush and
+        # replica waits included: a put answered later is timed when its answer comes.
+        # (__class__, not isinstance: Deferred's ABC check costs more than the timing.)
+        if settled.__class__ is not PutMessageResult:
+            return settled.addCallback(self._put_timed, begin)  # type: ignore[union-attr]
+        # put_time, inlined: this runs once per put
+        elapsed_ms = int(self.reactor.seconds() * 1000) - int(begin * 1000)
+        ok = settled.status is PutMessageStatus.PUT_OK
+        if ok or settled.append_result is not None:
+            self.store.store_stats_service.put_time(elapsed_ms, ok)
+        return settled
+
+    def _put_timed(self, result: PutMessageResult, begin: float) -> PutMessageResult:
+        self.put_time(result, begin)
+        return result
+
+    def put_time(self, result: PutMessageResult, begin: float) -> None:
+        """Count a put that began at *begin* (reactor seconds) and is settled now in the store's
+        latency figures (putMessageEntireTimeMax, putMessageDistributeTime)."""
+        elapsed_ms = int(self.reactor.seconds() * 1000) - int(begin * 1000)
+        # the store's note_put_time, inlined (a put that never reached the CommitLog is not timed)
+        ok = result.status is PutMessageStatus.PUT_OK
+        if ok or result.append_result is not None:
+            self.store.store_stats_service.put_time(elapsed_ms, ok)
+
+    def track_request(self, request: RemotingCommand, answer: Deferred) -> None:
+        """A request whose answer comes later: counted in its pool's queue figures until then."""
+        pool = _POOL_BY_CODE.get(request.code)
+        if pool is not None:
+            self.requests_in_flight[pool].track(answer)
 
     def _settle(self, result: PutMessageResult, topic: str | None, wait: bool = True) -> PutMessageResult | Deferred:
         """*topic*: the put figures to count it in (``None``: none)."""
@@ -431,54 +479,54 @@ class BrokerController:
         self.consumer_manager.scan_not_active_channel(close)
 
     def runtime_info(self) -> dict[str, str]:
-        """GET_BROKER_RUNTIME_INFO's table (the keys mqadmin brokerStatus prints)."""
+        """
+        GET_BROKER_RUNTIME_INFO's table (the keys mqadmin brokerStatus prints): Java 4.9's
+        ``prepareRuntimeInfo`` over the store's ``getRuntimeInfo``, every figure measured here
+        (docs/operations.md says what each one counts where we have no thread pools).
+        """
         store = self.store
-        data = store.get_running_data_info()
+        stats = self.stats
+        info = store.get_runtime_info()
         now = self.now_ms()
-        info = {
-            "brokerVersionDesc": "V4_9_8",
-            "brokerVersion": "409",
-            "msgPutTotalYesterdayMorning": str(self.stats.put_total_yesterday_morning),
-            "msgPutTotalTodayMorning": str(self.stats.put_total_today_morning),
-            "msgPutTotalTodayNow": str(self.stats.put_total),
-            "msgGetTotalYesterdayMorning": str(self.stats.get_total_yesterday_morning),
-            "msgGetTotalTodayMorning": str(self.stats.get_total_today_morning),
-            "msgGetTotalTodayNow": str(self.stats.get_total),
-            "sendThreadPoolQueueSize": "0",
-            "sendThreadPoolQueueCapacity": str(self.settings["sendThreadPoolQueueCapacity"]),
-            "pullThreadPoolQueueSize": "0",
-            "pullThreadPoolQueueCapacity": str(self.settings["pullThreadPoolQueueCapacity"]),
-            "queryThreadPoolQueueSize": "0",
-            "queryThreadPoolQueueCapacity": str(self.settings["queryThreadPoolQueueCapacity"]),
-            # clusterList prints these as the send/pull "LOAD" wait; no queue waits here.
-            "sendThreadPoolQueueHeadWaitTimeMills": "0",
-            "pullThreadPoolQueueHeadWaitTimeMills": "0",
-            "queryThreadPoolQueueHeadWaitTimeMills": "0",
-            "EndTransactionQueueSize": "0",
-            "EndTransactionThreadPoolQueueCapacity": str(self.settings["endTransactionPoolQueueCapacity"]),
-            "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
-            "pageCacheLockTimeMills": "0",
-            "earliestMessageTimeStamp": str(store.get_earliest_message_time()),
-            "startAcceptSendRequestTimeStamp": str(self.settings["startAcceptSendRequestTimeStamp"]),
-            "putMessageEntireTimeMax": "0",
-            "putMessageTimesTotal": str(self.stats.put_total),
-            "putMessageSizeTotal": str(self.stats.put_size_total),
-            "putMessageAverageSize": str(self.stats.put_size_total / self.stats.put_total if self.stats.put_total
-                                         else 0.0),
-            "putTps": self.stats.tps_text("put"),
-            "getTransferedTps": self.stats.tps_text("get"),
-            "bootTimestamp": str(self.boot_timestamp),
-            "runtime": _runtime_text(now - self.boot_timestamp),
-            "commitLogMinOffset": str(data["commitLogMinOffset"]),
-            "commitLogMaxOffset": str(data["commitLogMaxOffset"]),
-            "commitLogDiskRatio": str(disk_used_ratio(self.store_config.store_path_commit_log)),
-            "consumeQueueDiskRatio": str(disk_used_ratio(self.store_config.store_path_root_dir)),
-            "remainTransientStoreBufferNumbs": "0",
-            "remainHowManyDataToFlush": str(max(0, data["commitLogMaxOffset"] - data["flushedWhere"])),
-        }
+        boot = store.store_stats_service.boot_timestamp
+        info["bootTimestamp"] = str(boot)
+        info["runtime"] = _runtime_text(now - boot)
         info.update(self.schedule_message_service.runtime_info())
         timer = self.timer_message_service
         info.update(timer.runtime_info() if timer is not None else DISABLED_RUNTIME_INFO)
+        send, query, end_tx = (self.requests_in_flight[p] for p in ("send", "query", "endTransaction"))
+        pulls = self.pull_request_hold_service
+        info.update({
+            "brokerVersionDesc": "V4_9_8",
+            "brokerVersion": "409",
+            "msgPutTotalYesterdayMorning": str(stats.put_total_yesterday_morning),
+            "msgPutTotalTodayMorning": str(stats.put_total_today_morning),
+            "msgPutTotalTodayNow": str(stats.put_total),
+            "msgGetTotalYesterdayMorning": str(stats.get_total_yesterday_morning),
+            "msgGetTotalTodayMorning": str(stats.get_total_today_morning),
+            "msgGetTotalTodayNow": str(stats.get_total),
+            "sendThreadPoolQueueSize": str(send.size()),
+            "sendThreadPoolQueueCapacity": str(self.settings["sendThreadPoolQueueCapacity"]),
+            "pullThreadPoolQueueSize": str(pulls.waking()),
+            "pullThreadPoolQueueCapacity": str(self.settings["pullThreadPoolQueueCapacity"]),
+            "queryThreadPoolQueueSize": str(query.size()),
+            "queryThreadPoolQueueCapacity": str(self.settings["queryThreadPoolQueueCapacity"]),
+            "EndTransactionQueueSize": str(end_tx.size()),
+            "EndTransactionThreadPoolQueueCapacity": str(self.settings["endTransactionPoolQueueCapacity"]),
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
+            "pageCacheLockTimeMills": str(store.lock_time_mills()),
+            "sendThreadPoolQueueHeadWaitTimeMills": str(send.head_wait_ms()),
+            "pullThreadPoolQueueHeadWaitTimeMills": str(pulls.waking_head_wait_ms()),
+            "queryThreadPoolQueueHeadWaitTimeMills": str(query.head_wait_ms()),
+            "earliestMessageTimeStamp": str(store.get_earliest_message_time()),
+            "startAcceptSendRequestTimeStamp": str(self.settings["startAcceptSendRequestTimeStamp"]),
+            # no transient store pool: Java then answers Integer.MAX_VALUE (and no remainHowManyDataToCommit)
+            "remainTransientStoreBufferNumbs": "2147483647",
+            "remainHowManyDataToFlush": human_readable_byte_count(store.remain_how_many_data_to_flush()),
+        })
+        capacity = _dir_capacity(self.store_config.store_path_root_dir)
+        if capacity is not None:
+            info["commitLogDirCapacity"] = capacity
         return info
 
 
@@ -502,3 +550,13 @@ def _runtime_text(ms: int) -> str:
     minutes, seconds = divmod(rest, 60)
     return f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"
 
+
+def _dir_capacity(path: str) -> str | None:
+    """Java's ``commitLogDirCapacity`` of the store's root directory (4.9: the space available to
+    the broker as Free); ``None`` when it does not exist."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return (f"Total : {human_readable_byte_count(st.f_blocks * st.f_frsize)}, "
+            f"Free : {human_readable_byte_count(st.f_bavail * st.f_frsize)}.")

@@ -31,6 +31,8 @@ class HeldRequest:
     timer: IDelayedCall | None = field(default=None, kw_only=True)
     #: woken by its timer, not by an arrival
     timed_out: bool = field(default=False, kw_only=True)
+    #: when an arrival woke it (clock seconds), while it waits for its slice
+    woken_at: float = field(default=0.0, kw_only=True)
 
 
 R = TypeVar("R", bound=HeldRequest)
@@ -122,8 +124,10 @@ class RequestHoldService(Generic[R]):
     def _wake_all(self, ready: Iterable[R]) -> None:
         """Unpark *ready* and answer them, a slice per reactor turn."""
         ready = list(ready)
+        now = self.clock.seconds()
         for pr in ready:
             self._remove(pr)
+            pr.woken_at = now
         self._waking.extend(ready)
         self._drain()
 
@@ -140,6 +144,16 @@ class RequestHoldService(Generic[R]):
             self._draining = False
         if self._waking and self._drain_call is None:
             self._drain_call = self.clock.callLater(0, self._drain)
+
+    def waking(self) -> int:
+        """Woken requests waiting for their slice (Java would have queued them for its pool)."""
+        return len(self._waking)
+
+    def waking_head_wait_ms(self) -> int:
+        """How long the first of :meth:`waking` has waited; 0 when none waits."""
+        if not self._waking:
+            return 0
+        return max(0, int((self.clock.seconds() - self._waking[0].woken_at) * 1000))
 
     def drop_channel(self, channel: Hashable) -> int:
         """The connection closed: forget its parked requests (nobody is left to answer)."""

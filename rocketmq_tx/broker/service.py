@@ -132,6 +132,8 @@ class BrokerService(service.MultiService):
                self, now=False)
         _timer(settings["flushConsumerOffsetInterval"] / 1000.0, self._persist_offsets, reactor, self, now=False)
         _timer(0.1, self._deliver_delayed, reactor, self)
+        # Java's StoreStatsService thread: a sample a second, the first one second in
+        _timer(1.0, c.store.store_stats_service.sampling, reactor, self, now=False)
         _timer(0.1, self._pop_tick, reactor, self)
         if c.timer_message_service is not None:
             c.timer_message_service.setServiceParent(self)

@@ -8,9 +8,11 @@ per-key rates over the last minute, hour and day).
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["BrokerStats", "StatsItem"]
+__all__ = ["BrokerStats", "StatsItem", "RequestsInFlight"]
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
@@ -117,14 +119,6 @@ class BrokerStats:
     def find(self, name: str, key: str) -> StatsItem | None:
         return self.items.get(name, {}).get(key)
 
-    def tps_text(self, kind: str) -> str:
-        """``"tps1m tps10m tps1h"`` like Java's runtime info (put or get)."""
-        item = self.find(BROKER_PUT_NUMS if kind == "put" else BROKER_GET_NUMS, "")
-        if item is None:
-            return "0.0 0.0 0.0"
-        now = self.now_ms() // 1000
-        return " ".join(f"{item.window(now, w)[0] / w:.2f}" for w in (60, 600, 3600))
-
     def consume_tps(self, group: str, topic: str) -> float:
         item = self.find(GROUP_GET_NUMS, f"{topic}@{group}")
         if item is None:
@@ -139,3 +133,41 @@ class BrokerStats:
         now = self.now_ms() // 1000
         return {"statsDay": item.snapshot(now, 86400), "statsHour": item.snapshot(now, 3600),
                 "statsMinute": item.snapshot(now, 60)}
+
+
+class RequestsInFlight:
+    """
+    The requests of one kind received and not yet answered, and how long the oldest has
+    waited: what the broker shows where Java shows a thread pool's queue size and the wait of
+    its head (``sendThreadPoolQueueSize``, ``...HeadWaitTimeMills``). We have no pools: a
+    request is handled when its frame is read, so the requests that wait are the ones whose
+    answer waits (for a group commit, a slave, a registration); those answered at once never
+    enter.
+    """
+
+    __slots__ = ("now_ms", "_started", "_ids")
+
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self.now_ms = now_ms
+        #: id -> when it started; insertion-ordered, so the first is the oldest
+        self._started: dict[int, int] = {}
+        self._ids = itertools.count()
+
+    def track(self, deferred: Any) -> None:
+        """Count the request answered by *deferred* until it fires."""
+        key = next(self._ids)
+        self._started[key] = self.now_ms()
+        deferred.addBoth(self._done, key)
+
+    def _done(self, result: Any, key: int) -> Any:
+        self._started.pop(key, None)
+        return result
+
+    def size(self) -> int:
+        return len(self._started)
+
+    def head_wait_ms(self) -> int:
+        """How long the oldest has waited (0 when none is waiting)."""
+        for started in self._started.values():
+            return max(0, self.now_ms() - started)
+        return 0

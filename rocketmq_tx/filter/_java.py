@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+
+from rocketmq_tx.common.javatext import double_to_string
 
 __all__ = ["JavaError", "parse_int", "parse_long", "parse_double", "parse_boolean", "compare_double",
            "compare_string", "double_to_string", "INT_MIN", "INT_MAX", "LONG_MIN", "LONG_MAX"]
@@ -122,26 +123,3 @@ def compare_string(a: str, b: str) -> int:
         return 0
     ea, eb = a.encode("utf-16-be", "surrogatepass"), b.encode("utf-16-be", "surrogatepass")
     return -1 if ea < eb else 1
-
-
-def double_to_string(value: float) -> str:
-    """``Double.toString`` (the shortest digits that read back, as Java 19+ prints them)."""
-    if value != value:
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0.0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    sign = "-" if value < 0 else ""
-    magnitude = abs(value)
-    digits_tuple = Decimal(repr(magnitude)).normalize().as_tuple()
-    digits = "".join(map(str, digits_tuple.digits))
-    exponent = int(digits_tuple.exponent) + len(digits) - 1  # of the first digit
-    if 1e-3 <= magnitude < 1e7:
-        if exponent >= 0:
-            whole = digits[:exponent + 1].ljust(exponent + 1, "0")
-            frac = digits[exponent + 1:] or "0"
-        else:
-            whole, frac = "0", "0" * (-exponent - 1) + digits
-        return f"{sign}{whole}.{frac}"
-    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"

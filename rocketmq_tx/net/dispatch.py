@@ -138,6 +138,9 @@ class ProcessorTable:
         #: RPC latency): *started* is ``time.monotonic()`` at dispatch, *later* whether the
         #: answer came through a Deferred; ``None`` costs nothing.
         self.observer: Callable[[RemotingCommand, RemotingCommand | None, float, bool], None] | None = None
+        #: ``hook(request, deferred)`` told of every request answered later (not at once), with
+        #: the Deferred of its answer: the broker counts those still waiting (its runtime info)
+        self.on_deferred: Callable[[RemotingCommand, Deferred], object] | None = None
 
     def register(self, code: int, processor: IRequestProcessor) -> None:
         """Route requests with *code* to *processor*."""
@@ -212,6 +215,8 @@ class ProcessorTable:
         except Exception:
             return self._failed(Failure(), ctx, request)
         if isinstance(result, Deferred):
+            if self.on_deferred is not None:
+                self.on_deferred(request, result)
             return result.addCallbacks(self._refused, self._failed,
                                        callbackArgs=(ctx, request), errbackArgs=(ctx, request))
         if result is not None and result.code:

@@ -22,7 +22,7 @@ from rocketmq_tx.store.timer.hook import TIMER_TOPIC
 if TYPE_CHECKING:
     from rocketmq_tx.store.store import DefaultMessageStore
 
-__all__ = ["CleanService", "disk_used_ratio"]
+__all__ = ["disk_partition_used_percent", "CleanService", "disk_used_ratio"]
 
 log = logging.getLogger("rocketmq_tx.store")
 
@@ -46,6 +46,26 @@ def disk_used_ratio(path: str) -> float:
     # Java's File.getFreeSpace counts the blocks reserved for root as free (f_bfree).
     free = st.f_bfree * st.f_frsize
     return (total - free) / total
+
+
+def disk_partition_used_percent(path: str) -> float:
+    """
+    Java 4.9.8 / 5.x ``UtilAll.getDiskPartitionSpaceUsedPercent`` as the runtime info shows it:
+    used / (used + available to us), rounded up to hundredths; -1 if *path* does not exist.
+    """
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    if total <= 0:
+        return -1.0
+    used = total - st.f_bfree * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    if entire <= 0:
+        return -1.0
+    # integer arithmetic, as Java's: the percentage rounded up, then as a fraction
+    return (used * 100 // entire + (1 if used * 100 % entire else 0)) / 100.0
 
 
 class CleanService:

@@ -147,6 +147,9 @@ class GroupCommitService:
         self.native = None
         self._on_native_flushed: Callable[[int], object] | None = None
         self._native_error = 0
+        #: when the commit in progress took its batches (0.0: none in progress); read by
+        #: other threads, written only by the committing one
+        self.busy_since = 0.0
 
     def attach_native(self, flusher, on_flushed: Callable[[int], object]) -> None:
         """
@@ -226,6 +229,13 @@ class GroupCommitService:
             self._waiting = []
         if not batches:
             return 0
+        self.busy_since = self._now()
+        try:
+            return self._commit(batches)
+        finally:
+            self.busy_since = 0.0
+
+    def _commit(self, batches: list[GroupCommitRequest]) -> int:
         native, on_flushed = self.native, self._on_native_flushed
         if native is not None and on_flushed is not None:
             # the C thread is already syncing: wait (without the GIL) until it passes the
@@ -321,6 +331,15 @@ class FlushManager:
             self.flush_commit_log, cfg.flush_commit_log_least_pages, cfg.flush_commit_log_thorough_interval)
         self._last_cq_thorough = 0.0
         self._flush_probe = (0, 0)
+        #: when the CommitLog flush in progress began (0.0: none)
+        self._flush_began = 0.0
+
+    def busy_since(self) -> float:
+        """When the CommitLog flush or group commit in progress began (the earlier of the two,
+        seconds on the store's clock); 0.0 when neither is running."""
+        gc = self.group_commit_service
+        began = [t for t in (self._flush_began, gc.busy_since if gc is not None else 0.0) if t]
+        return min(began) if began else 0.0
 
     # -- the CommitLog
 
@@ -331,7 +350,11 @@ class FlushManager:
         """Flush the CommitLog if *least_pages* dirty pages (0 = any); return the flushed offset."""
         commit_log = self.store.commit_log
         with self._lock:
-            commit_log.flush(least_pages)
+            self._flush_began = self.store.now()
+            try:
+                commit_log.flush(least_pages)
+            finally:
+                self._flush_began = 0.0
             ts = commit_log.mapped_file_queue.store_timestamp
             checkpoint = self.store.checkpoint
             if ts and checkpoint is not None:

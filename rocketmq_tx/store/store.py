@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from rocketmq_tx.common.errors import MessageFormatError
+from rocketmq_tx.common.javatext import double_to_string
 from rocketmq_tx.common.message import MessageConst, MessageExt, properties_to_string
 from rocketmq_tx.common.messagecodec import pack_host
 from rocketmq_tx.common.native import speedups
@@ -42,7 +43,7 @@ from rocketmq_tx.common.sysflag import BLANK_MAGIC_CODE, MessageSysFlag
 from rocketmq_tx.common.validators import is_store_name_safe
 from rocketmq_tx.store.appender import CommitLogWriteError, NativeAppender
 from rocketmq_tx.store.checkpoint import StoreCheckpoint
-from rocketmq_tx.store.clean import CleanService, disk_used_ratio
+from rocketmq_tx.store.clean import CleanService, disk_partition_used_percent, disk_used_ratio
 from rocketmq_tx.store.commitlog import (
     RMQ_SYS_SCHEDULE_TOPIC,
     CommitLog,
@@ -65,10 +66,12 @@ from rocketmq_tx.store.index import IndexService
 from rocketmq_tx.store.pagewarmer import PageWarmer
 from rocketmq_tx.store.reader import MessageFilter, QueryMessageResult, StoreReader, TagsFilter
 from rocketmq_tx.store.recovery import StoreRecovery
+from rocketmq_tx.store.stats import StoreStatsService
 from rocketmq_tx.store.status import (
     AppendMessageResult,
     AppendMessageStatus,
     GetMessageResult,
+    GetMessageStatus,
     PutMessageResult,
     PutMessageStatus,
 )
@@ -143,6 +146,9 @@ class DefaultMessageStore:
         self.recovery = StoreRecovery(self)
         self.clean_service = CleanService(self, disk_used_ratio)
         self.reader = StoreReader(self)
+        #: the runtime info's put and get figures (Java's StoreStatsService); the owner calls
+        #: its ``sampling`` every second
+        self.store_stats_service = StoreStatsService(self.now_ms)
 
     def now_ms(self) -> int:
         return int(self.now() * 1000)
@@ -439,12 +445,30 @@ class DefaultMessageStore:
         Append one message. With SYNC_FLUSH and ``wait_store_msg_ok`` this waits until the
         record is on disk (or ``syncFlushTimeout`` passes).
         """
+        begin = self.now()
         result = self.async_put_message(msg)
-        return result if result.flush_future is None else self._wait_flush(result)
+        if result.flush_future is not None:
+            result = self._wait_flush(result)
+        self.note_put_time(result, int(self.now() * 1000) - int(begin * 1000))
+        return result
 
     def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """Append a batch (one record per inner message, consecutive queue offsets)."""
-        return self._wait_flush(self.async_put_messages(batch))
+        begin = self.now()
+        result = self._wait_flush(self.async_put_messages(batch))
+        self.note_put_time(result, int(self.now() * 1000) - int(begin * 1000))
+        return result
+
+    def note_put_time(self, result: PutMessageResult, elapsed_ms: int) -> None:
+        """
+        Count a finished put in the latency figures (the async puts' owner calls this once
+        their flush and replica waits are settled). Java times the puts that reach the
+        CommitLog: one refused before it (the store not writable, a bad topic) has no append
+        result and is left out.
+        """
+        if result.append_result is None and result.status is not PutMessageStatus.PUT_OK:
+            return
+        self.store_stats_service.put_time(elapsed_ms, result.status is PutMessageStatus.PUT_OK)
 
     def _wait_flush(self, result: PutMessageResult) -> PutMessageResult:
         fut = result.flush_future
@@ -548,6 +572,9 @@ class DefaultMessageStore:
         if placed.__class__ is PutMessageResult:
             return placed
         phys, size, _ = placed
+        stats = self.store_stats_service
+        stats.put_message_times_total += 1
+        stats.put_message_size_total += size
         result = PutMessageResult(PutMessageStatus.PUT_OK, AppendMessageResult(
             AppendMessageStatus.PUT_OK, phys, size, None, store_ts, queue_offset, 1, 0.0, store_host))
         if self.group_commit_service is None:
@@ -654,6 +681,9 @@ class DefaultMessageStore:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
             f.store_timestamp = store_ts
             self.topic_queue_table[key] = queue_offset + len(records)
+            stats = self.store_stats_service
+            stats.put_message_times_total += len(records)
+            stats.put_message_size_total += total
             ids = []
             p = phys
             for m, r in zip(inners, records):
@@ -711,7 +741,12 @@ class DefaultMessageStore:
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     message_filter: MessageFilter | None = None) -> GetMessageResult:
         """Java ``getMessage``: records of one queue from *offset* on (:meth:`StoreReader.get_message`)."""
-        return self.reader.get_message(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        begin = self.now()
+        result = self.reader.get_message(group, topic, queue_id, offset, max_msg_nums, message_filter)
+        found = result.status is GetMessageStatus.FOUND
+        self.store_stats_service.get_time(int(self.now() * 1000) - int(begin * 1000), found,
+                                          len(result.message_buffers) if found else 0)
+        return result
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         return self.reader.get_max_offset_in_queue(topic, queue_id)
@@ -779,6 +814,42 @@ class DefaultMessageStore:
         if self.config.broker_role is not BrokerRole.SLAVE:
             return 0
         return max(0, self.commit_log.get_max_offset() - self.reput_from_offset)
+
+    def lock_time_mills(self) -> int:
+        """
+        Java's ``pageCacheLockTimeMills``: Java answers how long the current put has held the
+        CommitLog's put lock. Our appends run on the caller's thread and are done before it
+        can ask, so this answers the nearest thing that can be in progress: how long the
+        current CommitLog flush (a group commit batch with SYNC_FLUSH, the periodic flush with
+        ASYNC_FLUSH) has been running; 0 when none is.
+        """
+        began = self.flush_manager.busy_since()
+        if not began:
+            return 0
+        return max(0, self.now_ms() - int(began * 1000))
+
+    def remain_how_many_data_to_flush(self) -> int:
+        """CommitLog bytes written and not yet flushed (Java ``remainHowManyDataToFlush``)."""
+        return max(0, self.commit_log.get_max_offset() - self.commit_log.flushed_where)
+
+    def get_runtime_info(self) -> dict[str, str]:
+        """
+        Java ``DefaultMessageStore.getRuntimeInfo``: the stats service's figures, the disks'
+        used ratios (per CommitLog path and the least of them; the ConsumeQueue directory's)
+        and the CommitLog's offsets.
+        """
+        info = self.store_stats_service.runtime_info()
+        least = float("inf")
+        for path in self.config.store_path_commit_log.strip().split(";"):
+            ratio = disk_partition_used_percent(path)
+            info[f"commitLogDiskRatio_{path}"] = double_to_string(ratio)
+            least = min(least, ratio)
+        info["commitLogDiskRatio"] = double_to_string(least)
+        info["consumeQueueDiskRatio"] = double_to_string(
+            disk_partition_used_percent(self.config.store_path_consume_queue))
+        info["commitLogMinOffset"] = str(self.commit_log.get_min_offset())
+        info["commitLogMaxOffset"] = str(self.commit_log.get_max_offset())
+        return info
 
     def get_running_data_info(self) -> dict:
         return {

@@ -195,7 +195,9 @@ class PopService:
                                     self.controller.now_ms(), host, host, 0, tags_code=java_string_hash(tag),
                                     property_map=props, wait_store_msg_ok=False)
         # Appended now; a SYNC_FLUSH wait is not needed (Java's merge service does not wait either).
+        begin = self.controller.reactor.seconds()
         result = self.store.async_put_message(msg)
+        self.controller.put_time(result, begin)
         if result.status is not PutMessageStatus.PUT_OK or result.append_result is None:
             log.error("cannot write a %s record to %s: %s", tag, self.revive_topic, result.status.name)
             return None
@@ -328,7 +330,9 @@ class PopService:
                                       msg.born_timestamp, host, host, msg.reconsume_times + 1,
                                       tags_code=java_string_hash(tags) if tags else 0, property_map=props,
                                       wait_store_msg_ok=False)
+        begin = self.controller.reactor.seconds()
         result = self.store.async_put_message(inner)
+        self.controller.put_time(result, begin)
         if result.status is not PutMessageStatus.PUT_OK:
             log.error("revive %s: put to %s failed: %s", ck.cid, topic, result.status.name)
             return False

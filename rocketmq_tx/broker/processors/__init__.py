@@ -55,6 +55,7 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
     table = ProcessorTable()
     if controller.acl is not None:
         table.before_request = AclServerHook(controller.acl)
+    table.on_deferred = controller.track_request
     admin = AdminBrokerProcessor(controller)
     table.default = admin
     processors: list[HandlerProcessor] = [

@@ -87,3 +87,15 @@ class RefusalLogTests(SynchronousTestCase):
         self.assertEqual(len(log._seen), 4)
         self.assertEqual(len(refusals(events)), 10)
         self.assertTrue(all(len(line) < 300 for line in refusals(events)))
+
+
+class OnDeferredTests(SynchronousTestCase):
+    def test_told_of_answers_that_come_later(self) -> None:
+        """``on_deferred`` hears of each request answered by a Deferred, with that Deferred; not of the others."""
+        table = ProcessorTable({10: Answers()})
+        told: list[tuple[int, Deferred]] = []
+        table.on_deferred = lambda request, d: told.append((request.code, d))
+        now = table.dispatch(Ctx(), RemotingCommand.request(10, {"answer": "0"}))
+        later = table.dispatch(Ctx(), RemotingCommand.request(10, {"answer": "0", "later": "1"}))
+        self.assertIsInstance(now, RemotingCommand)
+        self.assertEqual(told, [(10, later)])
