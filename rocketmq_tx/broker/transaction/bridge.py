@@ -68,11 +68,16 @@ class TransactionalMessageBridge:
         self.controller = controller
         self.store = controller.store
         self.ids = UniqueKeyGenerator()
+        self._addr: str | None = None
+        self._host = ("", 0)
 
     @property
     def store_host(self) -> tuple[str, int]:
-        ip, _, port = self.controller.broker_addr.rpartition(":")
-        return (ip, int(port))
+        addr = self.controller.broker_addr
+        if addr is not self._addr:  # parsed again only when the broker's address changes
+            ip, _, port = addr.rpartition(":")
+            self._addr, self._host = addr, (ip, int(port))
+        return self._host
 
     # ------------------------------------------------------------------ offsets
 

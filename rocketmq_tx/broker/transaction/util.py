@@ -141,12 +141,12 @@ def op_message(half: MessageExt, uniq_key: str, now_ms: int, broker_host: tuple[
     *half* (its queue offset as text) in the op queue of the same id. ``new Message(topic,
     tags, body)`` sets WAIT=true, and the bridge a fresh UNIQ_KEY; born and stored by the broker.
     """
-    props = {name: uniq_key if value is None else value for name, value in _OP_PROPERTIES}
+    props = dict(_OP_PROPERTIES)
+    props[_OP_KEY] = uniq_key  # in place: the map keeps HashMap's order
+    # positional, in field order: one op message per END_TRANSACTION
     return MessageExtBrokerInner(
-        topic=TRANS_OP_HALF_TOPIC, body=str(half.queue_offset).encode(),
-        properties=properties_to_string(props).encode(),
-        queue_id=half.queue_id, flag=0, sys_flag=0, born_timestamp=now_ms, born_host=broker_host,
-        store_host=broker_host, tags_code=_REMOVE_TAG_CODE, property_map=props, wait_store_msg_ok=False)
+        TRANS_OP_HALF_TOPIC, str(half.queue_offset).encode(), _OP_TEXT_HEAD + uniq_key.encode() + _OP_TEXT_TAIL,
+        half.queue_id, 0, 0, now_ms, broker_host, broker_host, 0, 0, _REMOVE_TAG_CODE, props, False)
 
 
 #: an op message's properties in java.util.HashMap's order (the same three names every time,
@@ -155,6 +155,10 @@ _OP_PROPERTIES = tuple(java_hashmap_order({MessageConst.PROPERTY_TAGS: REMOVE_TA
                                            MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "true",
                                            MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: None}).items())
 _REMOVE_TAG_CODE = java_string_hash(REMOVE_TAG)
+_OP_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+#: the op message's properties text around its UNIQ_KEY value (the rest never changes)
+_OP_TEXT_HEAD, _OP_TEXT_TAIL = (part.encode() for part in properties_to_string(
+    {name: "\x00" if value is None else value for name, value in _OP_PROPERTIES}).split("\x00"))
 
 
 def final_message(half: MessageExt, transaction_type: int, commit_log_offset: int) -> MessageExtBrokerInner:
@@ -174,16 +178,16 @@ def final_message(half: MessageExt, transaction_type: int, commit_log_offset: in
         raise ValueError("the half message has no REAL_TOPIC")
     queue_id = int(props[MessageConst.PROPERTY_REAL_QUEUE_ID])
     text = properties_to_string(props)
-    for name in (MessageConst.PROPERTY_REAL_TOPIC, MessageConst.PROPERTY_REAL_QUEUE_ID,
-                 MessageConst.PROPERTY_TRANSACTION_PREPARED):
-        props.pop(name, None)
+    pop = props.pop
+    pop(MessageConst.PROPERTY_REAL_TOPIC, None)
+    pop(MessageConst.PROPERTY_REAL_QUEUE_ID, None)
+    pop(MessageConst.PROPERTY_TRANSACTION_PREPARED, None)
+    # Positional, in field order (one per commit). Java's setWaitStoreMsgOK(false) comes
+    # before setProperties(half's map): the half's WAIT rules.
     return MessageExtBrokerInner(
-        topic=topic, body=half.body, properties=text.encode(), queue_id=queue_id, flag=half.flag,
-        sys_flag=reset_transaction_value(half.sys_flag, transaction_type), born_timestamp=half.born_timestamp,
-        born_host=half.born_host, store_host=half.store_host, reconsume_times=half.reconsume_times,
-        prepared_transaction_offset=commit_log_offset, tags_code=_tags_code(props), property_map=props,
-        # Java's setWaitStoreMsgOK(false) comes before setProperties(half's map): the half's WAIT rules
-        wait_store_msg_ok=wait_store_msg_ok(props))
+        topic, half.body, text.encode(), queue_id, half.flag, reset_transaction_value(half.sys_flag, transaction_type),
+        half.born_timestamp, half.born_host, half.store_host, half.reconsume_times, commit_log_offset,
+        _tags_code(props), props, wait_store_msg_ok(props))
 
 
 def check_max_message(msg: MessageExt, queue_id: int = 0) -> MessageExtBrokerInner:
