@@ -36,7 +36,6 @@ import txharness as txh
 from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import Message
-from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import MQBrokerError, api
 from rocketmq_tx.remoting.api import SendStatus
 
@@ -57,7 +56,7 @@ def cluster(request, tmp_path_factory):
     if target == "tx":
         broker = txb.start_standalone(tmp_path_factory.mktemp("client-interop-tx"), name="broker-a")
         try:
-            wait_for_route(broker.namesrv, "TBW102")
+            txh.wait_for_route(broker.namesrv, "TBW102")
             yield dict(version=target, classpath=classpath, namesrv=broker.namesrv, broker=broker.addr,
                        home=rj.JavaHome("tx-client-interop"))
         finally:
@@ -67,22 +66,10 @@ def cluster(request, tmp_path_factory):
     broker = None
     try:
         broker, broker_addr, home = rj.start_broker(classpath, ns_addr)
-        wait_for_route(ns_addr, "TBW102")
+        txh.wait_for_route(ns_addr, "TBW102")
         yield dict(version=target, classpath=classpath, namesrv=ns_addr, broker=broker_addr, home=home)
     finally:
         jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
-
-
-def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> TopicRouteData:
-    deadline = time.monotonic() + timeout
-    with BlockingMQClient(namesrv) as client:
-        while True:
-            try:
-                return client.route(topic, refresh=True)
-            except MQBrokerError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)  # waiting for the broker's registration, bounded above
 
 
 def txclient(*args: str, timeout: float = 120.0) -> list[dict]:
@@ -139,7 +126,7 @@ def test_java_producer_to_our_blocking_pull(cluster):
     topic = "JavaToTx"
     sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "12"])[:-1]
     assert len(sent) == 12
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     with BlockingPullClient("TX_BLOCK_CG", cluster["namesrv"]) as client:
         messages = txh.pull_all(client, topic)
         by_body = {m.body.decode(): m for m in messages}
@@ -171,7 +158,7 @@ def test_java_producer_to_our_lite_pull_consumer(cluster):
     """Our Twisted lite-pull consumer reads what the Java producer sent; mqadmin sees its commits."""
     topic = "JavaToTxLite"
     sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "10"])[:-1]
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     group = "TX_LITE_CG"
     lines = txclient("litepull", cluster["namesrv"], group, topic, "10", "60")
     done = lines[-1]
@@ -228,7 +215,7 @@ def test_ordered_sends_per_queue(cluster):
             key = f"order-{i % 3}"
             result = producer.send_orderly(Message(topic, f"{key}:{i}".encode()), key)
             queues_by_key.setdefault(key, set()).add(result.message_queue)
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     assert all(len(q) == 1 for q in queues_by_key.values()), queues_by_key
     with BlockingPullClient("TX_ORDER_CG", cluster["namesrv"]) as client:
         seqs: dict[str, list[int]] = {}
@@ -249,7 +236,7 @@ def test_orderly_push_consumer_under_broker_locks(cluster):
         for i in range(24):
             key = f"k{i % 4}"
             producer.send_orderly(Message(topic, f"{key}:{i // 4}".encode()), key)
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     ours = txh.start_txclient("orderly", cluster["namesrv"], group, topic, "90")
     try:
         client_id = json.loads(ours.wait_for(r'"ready"', 60).string)["clientId"]
@@ -309,7 +296,7 @@ def test_examples_run(cluster):
         assert out.returncode == 0, f"{name}: {out.stdout[-2000:]}\n{out.stderr[-4000:]}"
         assert out.stdout.strip(), name
         if name == "blocking_producer.py":
-            wait_for_route(cluster["namesrv"], topic)  # the first send created the topic
+            txh.wait_for_route(cluster["namesrv"], topic)  # the first send created the topic
 
 
 def collect(procs: dict[str, jh.JavaProcess], until: Callable[[list[dict]], bool], timeout: float,
@@ -344,7 +331,7 @@ def test_java_producer_to_our_push_consumer(cluster):
     """Our PushConsumer (long polling, rebalance, commits) receives what the official producer sent."""
     topic = "JavaToTxPush"
     sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "12"])[:-1]
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     ours = txh.start_txclient("push", cluster["namesrv"], "TX_PUSH_CG", topic, "60")
     try:
         ours.wait_for(r'"ready"', 60)
@@ -368,7 +355,7 @@ def share_a_group_with_java(cluster, topic: str, group: str, txclient_mode: str)
     with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
         for i in range(8):
             producer.send(Message(topic, f"first-{i}".encode()))
-    route = wait_for_route(cluster["namesrv"], topic)
+    route = txh.wait_for_route(cluster["namesrv"], topic)
     queues = {f"{q.broker_name}/{q.queue_id}" for q in subscribe_queues(topic, route)}
     java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
                                                               "120", "assigned"], ready=r"READY (\d+)")
@@ -417,7 +404,7 @@ def test_broadcasting_every_member_gets_everything(cluster, tmp_path):
     with BlockingProducer("TX_BCAST_PG", cluster["namesrv"]) as producer:
         for i in range(4):
             producer.send(Message(topic, f"warm-{i}".encode()))
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     members = {f"tx{n}": txh.start_txclient("broadcast", cluster["namesrv"], group, topic, "90",
                                             str(tmp_path / f"m{n}"))
                for n in (1, 2)}
@@ -449,7 +436,7 @@ def test_reconsume_later_then_dlq(cluster):
         msg = Message(topic, b"doomed")
         msg.keys = ["dlq-key"]
         sent = producer.send(msg)
-    wait_for_route(cluster["namesrv"], topic)  # the broker registers the new topic asynchronously
+    txh.wait_for_route(cluster["namesrv"], topic)  # the broker registers the new topic asynchronously
     ours = txh.start_txclient("push", cluster["namesrv"], group, topic, "90", "1")
     try:
         ours.wait_for(r'"ready"', 60)
@@ -478,7 +465,7 @@ def test_delay_level(cluster):
     topic = "TxDelay"
     with BlockingProducer("TX_DELAY_PG", cluster["namesrv"]) as producer:
         producer.send(Message(topic, b"warm-up"))  # creates the topic
-        wait_for_route(cluster["namesrv"], topic)
+        txh.wait_for_route(cluster["namesrv"], topic)
         msg = Message(topic, b"later")
         msg.delay_time_level = 2
         sent_at = time.monotonic()
@@ -497,7 +484,7 @@ def test_reset_offset_by_time_reaches_our_push_consumer(cluster):
     topic, group = "TxReset", f"TX_RESET_CG_{time.monotonic_ns()}"
     before = int(time.time() * 1000) - 1000
     java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "6"])
-    route = wait_for_route(cluster["namesrv"], topic)
+    route = txh.wait_for_route(cluster["namesrv"], topic)
     bodies = {f"java-{i}" for i in range(6)}
     ours = txh.start_txclient("push", cluster["namesrv"], group, topic, "90")
     try:

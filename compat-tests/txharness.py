@@ -16,8 +16,10 @@ from pathlib import Path
 
 import javaharness as jh
 
-from rocketmq_tx.blocking import BlockingPullClient
+from rocketmq_tx.blocking import BlockingMQClient, BlockingPullClient
 from rocketmq_tx.common.message import MessageExt
+from rocketmq_tx.common.route import TopicRouteData
+from rocketmq_tx.remoting import MQBrokerError
 from rocketmq_tx.remoting.api import PullStatus
 from rocketmq_tx.testing import twistd_argv
 
@@ -177,3 +179,16 @@ def pull_all(client: BlockingPullClient, topic: str) -> list[MessageExt]:
                 break
             offset = result.next_begin_offset
     return messages
+
+
+def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> TopicRouteData:
+    """*topic*'s route as a client reads it from *namesrv*, once a broker has registered it."""
+    deadline = time.monotonic() + timeout
+    with BlockingMQClient(namesrv) as client:
+        while True:
+            try:
+                return client.route(topic, refresh=True)
+            except MQBrokerError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # waiting for the broker's registration, bounded above
