@@ -20,6 +20,7 @@ import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import queue
 import re
@@ -52,6 +53,9 @@ PROFILES = {"4": [], "5": ["-Procketmq5"]}
 
 JAVA_PACKAGE = "rocketmq.compat"
 DEFAULT_JVM_ARGS = ("-Xmx512m", "-XX:+UseSerialGC")
+#: for short-lived JVMs (mqadmin, the peers that run a batch of commands): the client
+#: compiler alone starts them faster
+FAST_START = ("-XX:TieredStopAtLevel=1",)
 READY_RE = r"READY (\d+)"
 
 BUILD_TIMEOUT = float(os.environ.get("COMPAT_BUILD_TIMEOUT", "1500"))
@@ -430,6 +434,31 @@ def collect(jp: JavaProcess, timeout: float = 120.0, check: bool = True) -> list
     if check and jp.proc.returncode != 0:
         raise JavaRunError(jp._describe(f"exited with {jp.proc.returncode}", out))
     return out
+
+
+def run_peer_batch(classpath: str, main: str, commands: Sequence[Sequence[str]], timeout: float) -> list[dict]:
+    """
+    Run a batch peer (AclPeer, Sql92Peer: one tab-separated command a line on stdin, one JSON
+    answer a line on stdout, then ``{"done": true}``) in one fast-starting JVM; its answers.
+    """
+    text = "".join("\t".join(c) + "\n" for c in commands)
+    argv = java_command(classpath, main, jvm_args=(*DEFAULT_JVM_ARGS, *FAST_START))
+    err = HERE / ".work" / f"{main}-{time.monotonic_ns()}.stderr"
+    err.parent.mkdir(exist_ok=True)
+    with open(err, "wb") as stderr:
+        out = subprocess.run(argv, input=text.encode(), stdout=subprocess.PIPE, stderr=stderr, timeout=timeout,
+                             cwd=str(JAVA_PROJECT))
+    lines = [json.loads(line) for line in out.stdout.decode().splitlines() if line.startswith("{")]
+    assert lines and lines[-1] == {"done": True} and len(lines) == len(commands) + 1, \
+        (out.returncode, out.stdout.decode()[-2000:], _tail(err, 40))
+    err.unlink()
+    return lines[:-1]
+
+
+def stderr_summary(text: str, keep: int = 20) -> str:
+    """The last *keep* lines of a Java tool's stderr, without stack frames and WARN lines (for a failure message)."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("at ") and " WARN " not in line]
+    return "\n".join(lines[-keep:])
 
 
 def run_java_parallel(jobs: Iterable[tuple[str, str, Sequence[str]]], timeout: float = 120.0,

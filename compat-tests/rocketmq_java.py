@@ -27,7 +27,7 @@ from rocketmq_tx.remoting import RemotingCommand, RequestCode
 from rocketmq_tx.remoting.errors import RemotingConnectError, RemotingTimeoutError
 
 __all__ = ["JavaHome", "JavaCluster", "start_namesrv", "start_broker", "java_cluster", "mqadmin", "mqadmin_batch",
-           "free_port_block"]
+           "mqadmin_batch_results", "free_port_block"]
 
 # Logs go to stderr (captured per process in the home directory) at WARN, or at the
 # level given by -Dcompat.log.level.
@@ -204,6 +204,14 @@ def mqadmin_batch(classpath: str, commands: Sequence[Sequence[str]], home: JavaH
     """Several mqadmin commands, in order, in one JVM (compat-tests' AdminBatch: the official
     MQAdminStartup.main0 once per command); returns each command's stdout lines. An mqadmin JVM
     costs 3-4 s, mostly idle (about 1 s of CPU), a command inside one a fraction of a second.
+    :func:`mqadmin_batch_results` is the same with each command's stderr too."""
+    results = mqadmin_batch_results(classpath, commands, home, timeout, props, retry_timeouts)
+    return [result["out"].splitlines() for result in results]
+
+
+def mqadmin_batch_results(classpath: str, commands: Sequence[Sequence[str]], home: JavaHome, timeout: float = 240.0,
+                          props: Mapping[str, str] | None = None, retry_timeouts: bool = False) -> list[dict]:
+    """:func:`mqadmin_batch`, each command's result as AdminBatch prints it: ``{"out": stdout, "err": stderr}``.
 
     *retry_timeouts* (for read-only commands): a command that failed with mqadmin's
     RemotingTimeoutException (its 3 s budget includes a cold JVM's first calls, which a loaded
@@ -212,7 +220,7 @@ def mqadmin_batch(classpath: str, commands: Sequence[Sequence[str]], home: JavaH
     import subprocess
 
     def run(batch: Sequence[Sequence[str]]) -> list[dict]:
-        argv = ["java", *home.jvm_args(), "-XX:TieredStopAtLevel=1", *_props(props), "-cp", classpath,
+        argv = ["java", *home.jvm_args(), *jh.FAST_START, *_props(props), "-cp", classpath,
                 "rocketmq.compat.AdminBatch"]
         text = "".join("\t".join(args) + "\n" for args in batch)
         out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=timeout,
@@ -229,7 +237,7 @@ def mqadmin_batch(classpath: str, commands: Sequence[Sequence[str]], home: JavaH
         if again:
             for i, result in zip(again, run([commands[i] for i in again]), strict=True):
                 results[i] = result
-    return [result["out"].splitlines() for result in results]
+    return results
 
 
 @dataclass

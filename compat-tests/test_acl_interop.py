@@ -39,11 +39,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -51,6 +49,7 @@ import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import txharness as txh
 import yaml
 
 from rocketmq_tx.acl import sign
@@ -63,12 +62,7 @@ from rocketmq_tx.remoting.errors import MQBrokerError
 
 pytestmark = pytest.mark.compat
 
-HERE = Path(__file__).resolve().parent
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                         if p)}
 VERSIONS = ["4.9.8", "5.5.0"]
-#: mqadmin and AclPeer are short-lived JVMs: the client compiler alone starts them faster.
-FAST_START = ("-XX:TieredStopAtLevel=1",)
 
 ADMIN = ("aclAdmin01", "adminSecret01")
 USER = ("aclUser001", "userSecret01")
@@ -192,11 +186,6 @@ def start_tx(tmp: Path, name: str, cluster: str, **extra: object) -> tuple[tb.Tx
     return broker, home
 
 
-def no_problems(broker: tb.TxBroker) -> None:
-    problems = tb.broker_log_problems(broker.log_text())
-    assert not problems, "broker logged errors:\n" + "\n".join(problems)
-
-
 @pytest.fixture(scope="module")
 def tx(tmp_path_factory):
     """Our name server + broker with ACL on (aclStrict=true, the default); ``.home`` is its rocketmqHome."""
@@ -204,7 +193,7 @@ def tx(tmp_path_factory):
     broker.home = home
     try:
         yield broker
-        no_problems(broker)
+        tb.no_problems(broker)
     finally:
         broker.stop()
 
@@ -215,7 +204,7 @@ def tx_lax(tmp_path_factory):
     broker, _ = start_tx(tmp_path_factory.mktemp("acl-tx-lax"), "tx-acl-lax", "AclLaxCluster", aclStrict="false")
     try:
         yield broker
-        no_problems(broker)
+        tb.no_problems(broker)
     finally:
         broker.stop()
 
@@ -241,18 +230,7 @@ def java(java_classpath_4):
 
 def acl_peer(classpath: str, commands: list[list[str]], timeout: float = 180.0) -> list[dict]:
     """Run AclPeer with *commands* (one per line); its JSON answers, one per command."""
-    text = "".join("\t".join(c) + "\n" for c in commands)
-    argv = jh.java_command(classpath, "AclPeer", jvm_args=(*jh.DEFAULT_JVM_ARGS, *FAST_START))
-    err = HERE / ".work" / f"AclPeer-{time.monotonic_ns()}.stderr"
-    err.parent.mkdir(exist_ok=True)
-    with open(err, "wb") as stderr:
-        out = subprocess.run(argv, input=text.encode(), stdout=subprocess.PIPE, stderr=stderr, timeout=timeout,
-                             cwd=str(jh.JAVA_PROJECT))
-    lines = [json.loads(line) for line in out.stdout.decode().splitlines() if line.startswith("{")]
-    assert lines and lines[-1] == {"done": True} and len(lines) == len(commands) + 1, \
-        (out.returncode, out.stdout.decode()[-2000:], jh._tail(err, 40))
-    err.unlink()
-    return lines[:-1]
+    return jh.run_peer_batch(classpath, "AclPeer", commands, timeout)
 
 
 def peer_commands(version: str, ns: str, broker_addr: str) -> dict[str, list[str]]:
@@ -683,9 +661,8 @@ def test_blocking_clients_against_java_broker(java):
 
 
 def txclient(args: list[str], account: tuple[str, str], timeout: float = 120.0) -> subprocess.CompletedProcess:
-    env = {**CHILD_ENV, "TXCLIENT_ACCESS_KEY": account[0], "TXCLIENT_SECRET_KEY": account[1]}
-    return subprocess.run([sys.executable, str(HERE / "txclient.py"), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=str(HERE), env=env)
+    env = txh.child_env(TXCLIENT_ACCESS_KEY=account[0], TXCLIENT_SECRET_KEY=account[1])
+    return txh.run_script("txclient.py", *args, timeout=timeout, env=env)
 
 
 def test_twisted_clients_against_java_broker(java):
@@ -731,12 +708,7 @@ class Tools:
 
     def run(self, ns: str, *commands: tuple[str, ...]) -> list[tuple[str, str]]:
         """(stdout, description) per command."""
-        argv = ["java", *self.home.jvm_args(), *FAST_START, "-cp", self.classpath, "rocketmq.compat.AdminBatch"]
-        text = "".join("\t".join((c[0], "-n", ns, *c[1:])) + "\n" for c in commands)
-        out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=240, cwd=str(self.home.root),
-                             env=self.home.env())
-        results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-        assert results and results[-1] == {"done": True}, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
+        results = rj.mqadmin_batch_results(self.classpath, [(c[0], "-n", ns, *c[1:]) for c in commands], self.home)
         return [(r["out"], f"mqadmin {self.version} {' '.join(c)}\n--- stdout ---\n{r['out'][-2000:]}\n--- stderr ---\n"
                  + "\n".join(line for line in r["err"].splitlines() if not line.lstrip().startswith("at "))[-2500:])
                 for c, r in zip(commands, results)]
@@ -748,7 +720,7 @@ def tx_admin(tmp_path_factory):
     broker, home = start_tx(tmp_path_factory.mktemp("acl-tx-admin"), "tx-acl-admin", "AclAdminCluster")
     try:
         yield broker, home
-        no_problems(broker)
+        tb.no_problems(broker)
     finally:
         broker.stop()
 

@@ -43,7 +43,6 @@ HERE = Path(__file__).resolve().parent
 TOPIC = "AdminCliTopic"
 GROUP = "AdminCliGroup"
 COUNT = 8
-FAST_START = ("-XX:TieredStopAtLevel=1",)
 
 
 def ours(ns: str, *args: str) -> str:
@@ -130,12 +129,8 @@ def mqadmin(env):
         "clusterMoreStats": ("clusterList", "-m"),  # last: the pulls above count in its figures
     }
     env["puller"].send_heartbeat([TOPIC])
-    argv = ["java", *env["home"].jvm_args(), *FAST_START, "-cp", env["tools"], "rocketmq.compat.AdminBatch"]
-    text = "".join("\t".join((c[0], "-n", env["namesrv"], *c[1:])) + "\n" for c in commands.values())
-    out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=240, cwd=str(env["home"].root),
-                         env=env["home"].env())
-    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    assert results and results[-1] == {"done": True}, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
+    results = rj.mqadmin_batch_results(env["tools"], [(c[0], "-n", env["namesrv"], *c[1:]) for c in commands.values()],
+                                       env["home"])
     return {name: result["out"] for name, result in zip(commands, results)}
 
 

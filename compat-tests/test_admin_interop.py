@@ -22,16 +22,14 @@ one JVM (AdminBatch).
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import time
-from pathlib import Path
 
+import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import txharness as txh
 
 from rocketmq_tx.blocking import BlockingAdmin, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common import fastjson
@@ -42,14 +40,9 @@ from rocketmq_tx.remoting.api import MQClientError
 
 pytestmark = pytest.mark.compat
 
-HERE = Path(__file__).resolve().parent
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                         if p)}
 TOPIC = "AdminInteropTopic"
 GROUP = "AdminInteropGroup"
 COUNT = 10
-#: mqadmin is a short-lived JVM: the client compiler alone starts it faster.
-FAST_START = ("-XX:TieredStopAtLevel=1",)
 
 
 def wait_for(what: str, probe, timeout: float = 60.0):  # type: ignore[no-untyped-def]
@@ -114,11 +107,6 @@ def env(cluster):
         admin.close()
 
 
-def _stderr_summary(text: str) -> str:
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("at ") and " WARN " not in line]
-    return "\n".join(lines[-20:])
-
-
 @pytest.fixture(scope="module")
 def mqadmin(env):
     """The read-only mqadmin commands, run once in one JVM (AdminBatch): args -> (stdout, description)."""
@@ -126,16 +114,13 @@ def mqadmin(env):
                 ("consumerProgress", "-g", GROUP), ("consumerConnection", "-g", GROUP),
                 ("queryMsgByKey", "-t", TOPIC, "-k", "ak-3")]
     env["puller"].send_heartbeat([TOPIC])
-    argv = ["java", *env["home"].jvm_args(), *FAST_START, "-cp", env["tools"], "rocketmq.compat.AdminBatch"]
-    text = "".join("\t".join((c[0], "-n", env["namesrv"], *c[1:])) + "\n" for c in commands)
-    out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=240, cwd=str(env["home"].root),
-                         env=env["home"].env())
-    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    assert results and results[-1] == {"done": True}, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
+    results = rj.mqadmin_batch_results(env["tools"], [(c[0], "-n", env["namesrv"], *c[1:]) for c in commands],
+                                       env["home"])
     answers = {}
     for args, result in zip(commands, results):
+        err = jh.stderr_summary(result["err"])
         answers[args[0]] = (result["out"], f"mqadmin {env['kind']} {' '.join(args)}\n--- stdout ---\n"
-                                           f"{result['out'][-3000:]}\n--- stderr ---\n{_stderr_summary(result['err'])}")
+                                           f"{result['out'][-3000:]}\n--- stderr ---\n{err}")
     return answers
 
 
@@ -236,8 +221,7 @@ def test_messages(env, mqadmin):
 def test_twisted_admin_reads_the_same(env):
     """MQAdmin under a real reactor (txadmin.py) against what BlockingAdmin read."""
     env["puller"].send_heartbeat([TOPIC])
-    out = subprocess.run([sys.executable, str(HERE / "txadmin.py"), env["namesrv"], TOPIC, GROUP, "ak-4"],
-                         capture_output=True, text=True, timeout=120, cwd=str(HERE), env=CHILD_ENV)
+    out = txh.run_script("txadmin.py", env["namesrv"], TOPIC, GROUP, "ak-4", timeout=120)
     assert out.returncode == 0, f"{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
     got = json.loads(out.stdout.strip().splitlines()[-1])
     broker = env["broker"]

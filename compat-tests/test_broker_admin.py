@@ -51,10 +51,6 @@ COUNT = 8
 VERSIONS = ["4.9.8", "5.5.0"]
 
 
-#: mqadmin is a short-lived JVM: the client compiler alone starts it faster.
-FAST_START = ("-XX:TieredStopAtLevel=1",)
-
-
 class Admin:
     """mqadmin for one tools version, keeping stdout and stderr for the assertion messages."""
 
@@ -72,7 +68,7 @@ class Admin:
         return self.run(*args, timeout=timeout)
 
     def run(self, *args: str, timeout: float = 120.0) -> str:
-        argv = ["java", *self.home.jvm_args(), *FAST_START, "-cp", self.classpath,
+        argv = ["java", *self.home.jvm_args(), *jh.FAST_START, "-cp", self.classpath,
                 "org.apache.rocketmq.tools.command.MQAdminStartup", args[0], "-n", self.ns, *args[1:]]
         for _attempt in (1, 2):
             out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=str(self.home.root),
@@ -82,13 +78,8 @@ class Admin:
             if "RemotingTimeoutException" not in out.stderr:
                 break
         self.last = f"mqadmin {self.version} {' '.join(args)} (exit {out.returncode})\n--- stdout ---\n" \
-                    f"{out.stdout[-3000:]}\n--- stderr ---\n{_stderr_summary(out.stderr)}"
+                    f"{out.stdout[-3000:]}\n--- stderr ---\n{jh.stderr_summary(out.stderr, 25)}"
         return out.stdout
-
-
-def _stderr_summary(text: str) -> str:
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("at ") and " WARN " not in line]
-    return "\n".join(lines[-25:])
 
 
 @pytest.fixture(scope="module")
@@ -141,16 +132,11 @@ def read_only_commands(env, version: str) -> list[tuple[str, ...]]:
 def admin_batch(version: str, classpath: str, home: rj.JavaHome, ns: str, commands) -> dict:
     """Run *commands* through the official MQAdminStartup in one JVM (AdminBatch); returns
     args -> (stdout, description)."""
-    argv = ["java", *home.jvm_args(), *FAST_START, "-cp", classpath, "rocketmq.compat.AdminBatch"]
-    text = "".join("\t".join((args[0], "-n", ns, *args[1:])) + "\n" for args in commands)
-    out = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=240, cwd=str(home.root),
-                         env=home.env())
-    results = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    assert results and results[-1] == {"done": True}, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
+    results = rj.mqadmin_batch_results(classpath, [(args[0], "-n", ns, *args[1:]) for args in commands], home)
     answers = {}
     for args, result in zip(commands, results):
         answers[tuple(args)] = (result["out"], f"mqadmin {version} {' '.join(args)} (in AdminBatch)\n--- stdout ---\n"
-                                f"{result['out'][-3000:]}\n--- stderr ---\n{_stderr_summary(result['err'])}")
+                                f"{result['out'][-3000:]}\n--- stderr ---\n{jh.stderr_summary(result['err'], 25)}")
     return answers
 
 

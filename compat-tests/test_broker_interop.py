@@ -42,10 +42,9 @@ from pathlib import Path
 
 import javaharness as jh
 import pytest
-from txharness import WORK, TxProcess, small_store_args, twistd
+from txharness import WORK, TxProcess, small_store_args, twistd, wait_for_route
 
 from rocketmq_tx.blocking import BlockingMQClient
-from rocketmq_tx.remoting import MQBrokerError
 
 pytestmark = pytest.mark.compat
 
@@ -101,7 +100,7 @@ class Standalone:
         try:
             m = self.proc.wait_for(READY)
             assert int(m.group(1)) == self.port
-            wait_for_route(self.namesrv, "TBW102")
+            wait_for_route(self.namesrv, "TBW102", 30.0)
         except BaseException:
             self.proc.stop()
             raise
@@ -116,19 +115,6 @@ class Standalone:
 
     def log_tail(self, n: int = 60) -> str:
         return "\n".join(self.proc.lines[-n:]) if self.proc else ""
-
-
-def wait_for_route(namesrv: str, topic: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    with BlockingMQClient(namesrv) as client:
-        while True:
-            try:
-                client.route(topic, refresh=True)
-                return
-            except MQBrokerError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)  # waiting for the broker's registration, bounded above
 
 
 def wait_for_offsets(path: Path, key: str, total: int, timeout: float) -> float:

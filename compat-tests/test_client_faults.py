@@ -12,37 +12,24 @@ rocketmq_tx's client under faults, against rocketmq_tx's own name servers and br
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import javaharness as jh
 import pytest
 import txbroker as txb
+import txharness as txh
 
 from rocketmq_tx.blocking import BlockingConnection, BlockingProducer
 from rocketmq_tx.common.message import Message
 
 pytestmark = pytest.mark.compat
 
-HERE = Path(__file__).resolve().parent
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                         if p)}
-
 
 def push_consumer(namesrv: str, group: str, topic: str, seconds: int) -> jh.JavaProcess:
     """compat-tests/txclient.py push: our Twisted push consumer in its own process."""
-    err = HERE / ".work" / f"txclient-{time.monotonic_ns()}.stderr"
-    err.parent.mkdir(exist_ok=True)
-    argv = [sys.executable, str(HERE / "txclient.py"), "push", namesrv, group, topic, str(seconds)]
-    with open(err, "wb") as stderr:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, cwd=str(HERE),
-                                env=CHILD_ENV, start_new_session=True)
-    consumer = jh.JavaProcess(proc, argv, err)
+    consumer = txh.start_txclient("push", namesrv, group, topic, str(seconds))
     consumer.wait_for(r'"ready"', 60)
     return consumer
 

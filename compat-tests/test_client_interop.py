@@ -20,7 +20,6 @@ suite against rocketmq_tx's own name server and broker (``rocketmq-standalone``)
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -32,20 +31,17 @@ import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as txb
+import txharness as txh
 
 from rocketmq_tx.blocking import BlockingMQClient, BlockingProducer, BlockingPullClient
 from rocketmq_tx.common.clientroute import subscribe_queues
 from rocketmq_tx.common.message import Message
-from rocketmq_tx.common.route import TopicRouteData
 from rocketmq_tx.remoting import MQBrokerError, api
-from rocketmq_tx.remoting.api import PullStatus, SendStatus
+from rocketmq_tx.remoting.api import SendStatus
 
 pytestmark = pytest.mark.compat
 
 HERE = Path(__file__).resolve().parent
-#: Child Python processes import rocketmq_tx from this checkout, whatever is installed.
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                         if p)}
 
 
 @pytest.fixture(scope="module", params=["4.9.8", "5.5.0", "tx"])
@@ -60,7 +56,7 @@ def cluster(request, tmp_path_factory):
     if target == "tx":
         broker = txb.start_standalone(tmp_path_factory.mktemp("client-interop-tx"), name="broker-a")
         try:
-            wait_for_route(broker.namesrv, "TBW102")
+            txh.wait_for_route(broker.namesrv, "TBW102")
             yield dict(version=target, classpath=classpath, namesrv=broker.namesrv, broker=broker.addr,
                        home=rj.JavaHome("tx-client-interop"))
         finally:
@@ -70,28 +66,15 @@ def cluster(request, tmp_path_factory):
     broker = None
     try:
         broker, broker_addr, home = rj.start_broker(classpath, ns_addr)
-        wait_for_route(ns_addr, "TBW102")
+        txh.wait_for_route(ns_addr, "TBW102")
         yield dict(version=target, classpath=classpath, namesrv=ns_addr, broker=broker_addr, home=home)
     finally:
         jh.stop_together(*([broker.discard] if broker is not None else []), ns.discard)
 
 
-def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> TopicRouteData:
-    deadline = time.monotonic() + timeout
-    with BlockingMQClient(namesrv) as client:
-        while True:
-            try:
-                return client.route(topic, refresh=True)
-            except MQBrokerError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)  # waiting for the broker's registration, bounded above
-
-
 def txclient(*args: str, timeout: float = 120.0) -> list[dict]:
     """Run compat-tests/txclient.py (our Twisted client in its own process); its JSON lines."""
-    out = subprocess.run([sys.executable, str(HERE / "txclient.py"), *args], capture_output=True, text=True,
-                         timeout=timeout, cwd=str(HERE), env=CHILD_ENV)
+    out = txh.run_script("txclient.py", *args, timeout=timeout)
     assert out.returncode == 0, f"txclient {args} exited {out.returncode}:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
@@ -99,19 +82,6 @@ def txclient(*args: str, timeout: float = 120.0) -> list[dict]:
 def java_peer_lines(classpath: str, args: list[str], timeout: float = 120.0) -> list[dict]:
     return [json.loads(line) for line in jh.run_java(classpath, "ClientPeer", args, timeout=timeout)
             if line.startswith("{")]
-
-
-def pull_all(client: BlockingPullClient, topic: str) -> list:
-    messages = []
-    for mq in client.fetch_queues(topic):
-        offset = 0
-        while True:
-            result = client.pull(mq, offset, 32)
-            messages += result.msg_found_list
-            if result.pull_status is not PullStatus.FOUND:
-                break
-            offset = result.next_begin_offset
-    return messages
 
 
 def test_our_producers_to_java_push_consumer(cluster):
@@ -156,9 +126,9 @@ def test_java_producer_to_our_blocking_pull(cluster):
     topic = "JavaToTx"
     sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "12"])[:-1]
     assert len(sent) == 12
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     with BlockingPullClient("TX_BLOCK_CG", cluster["namesrv"]) as client:
-        messages = pull_all(client, topic)
+        messages = txh.pull_all(client, topic)
         by_body = {m.body.decode(): m for m in messages}
         assert sorted(by_body) == sorted(f"java-{i}" for i in range(12))
         for line in sent:
@@ -188,7 +158,7 @@ def test_java_producer_to_our_lite_pull_consumer(cluster):
     """Our Twisted lite-pull consumer reads what the Java producer sent; mqadmin sees its commits."""
     topic = "JavaToTxLite"
     sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "10"])[:-1]
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     group = "TX_LITE_CG"
     lines = txclient("litepull", cluster["namesrv"], group, topic, "10", "60")
     done = lines[-1]
@@ -245,11 +215,11 @@ def test_ordered_sends_per_queue(cluster):
             key = f"order-{i % 3}"
             result = producer.send_orderly(Message(topic, f"{key}:{i}".encode()), key)
             queues_by_key.setdefault(key, set()).add(result.message_queue)
-    wait_for_route(cluster["namesrv"], topic)
+    txh.wait_for_route(cluster["namesrv"], topic)
     assert all(len(q) == 1 for q in queues_by_key.values()), queues_by_key
     with BlockingPullClient("TX_ORDER_CG", cluster["namesrv"]) as client:
         seqs: dict[str, list[int]] = {}
-        for m in sorted(pull_all(client, topic), key=lambda m: (m.queue_id, m.queue_offset)):
+        for m in sorted(txh.pull_all(client, topic), key=lambda m: (m.queue_id, m.queue_offset)):
             key, _, seq = m.body.decode().partition(":")
             seqs.setdefault(key, []).append(int(seq))
     assert {k: v for k, v in seqs.items()} == {f"order-{k}": list(range(k, 30, 3)) for k in range(3)}
@@ -266,8 +236,8 @@ def test_orderly_push_consumer_under_broker_locks(cluster):
         for i in range(24):
             key = f"k{i % 4}"
             producer.send_orderly(Message(topic, f"{key}:{i // 4}".encode()), key)
-    wait_for_route(cluster["namesrv"], topic)
-    ours = start_txclient("orderly", cluster["namesrv"], group, topic, "90")
+    txh.wait_for_route(cluster["namesrv"], topic)
+    ours = txh.start_txclient("orderly", cluster["namesrv"], group, topic, "90")
     try:
         client_id = json.loads(ours.wait_for(r'"ready"', 60).string)["clientId"]
         got = collect({"tx": ours}, lambda g: len({m["body"] for m in g if m["topic"] == topic}) >= 24, 60)
@@ -374,22 +344,11 @@ def test_examples_run(cluster):
             ("orderly_consumer.py", [topic, "example-orderly", "30"])]
     for name, args in runs:
         out = subprocess.run([sys.executable, str(examples / name), cluster["namesrv"], *args], capture_output=True,
-                             text=True, timeout=120, cwd=str(HERE.parent), env=CHILD_ENV)
+                             text=True, timeout=120, cwd=str(HERE.parent), env=txh.CHILD_ENV)
         assert out.returncode == 0, f"{name}: {out.stdout[-2000:]}\n{out.stderr[-4000:]}"
         assert out.stdout.strip(), name
         if name == "blocking_producer.py":
-            wait_for_route(cluster["namesrv"], topic)  # the first send created the topic
-
-
-def start_txclient(*args: str) -> jh.JavaProcess:
-    """txclient.py as a background process, its stdout read line by line (JavaProcess works for any program)."""
-    err = HERE / ".work" / f"txclient-{time.monotonic_ns()}.stderr"
-    err.parent.mkdir(exist_ok=True)
-    argv = [sys.executable, str(HERE / "txclient.py"), *args]
-    with open(err, "wb") as stderr:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, cwd=str(HERE),
-                                env=CHILD_ENV, start_new_session=True)
-    return jh.JavaProcess(proc, argv, err)
+            txh.wait_for_route(cluster["namesrv"], topic)  # the first send created the topic
 
 
 def collect(procs: dict[str, jh.JavaProcess], until: Callable[[list[dict]], bool], timeout: float,
@@ -424,8 +383,8 @@ def test_java_producer_to_our_push_consumer(cluster):
     """Our PushConsumer (long polling, rebalance, commits) receives what the official producer sent."""
     topic = "JavaToTxPush"
     sent = java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "12"])[:-1]
-    wait_for_route(cluster["namesrv"], topic)
-    ours = start_txclient("push", cluster["namesrv"], "TX_PUSH_CG", topic, "60")
+    txh.wait_for_route(cluster["namesrv"], topic)
+    ours = txh.start_txclient("push", cluster["namesrv"], "TX_PUSH_CG", topic, "60")
     try:
         ours.wait_for(r'"ready"', 60)
         got = collect({"tx": ours}, lambda g: len({m["body"] for m in g}) >= 12, 60)
@@ -448,11 +407,11 @@ def share_a_group_with_java(cluster, topic: str, group: str, txclient_mode: str)
     with BlockingProducer("TX_MIXED_PG", cluster["namesrv"]) as producer:
         for i in range(8):
             producer.send(Message(topic, f"first-{i}".encode()))
-    route = wait_for_route(cluster["namesrv"], topic)
+    route = txh.wait_for_route(cluster["namesrv"], topic)
     queues = {f"{q.broker_name}/{q.queue_id}" for q in subscribe_queues(topic, route)}
     java = jh.start_java(cluster["classpath"], "ClientPeer", ["consume", cluster["namesrv"], topic, group, "100000",
                                                               "120", "assigned"], ready=r"READY (\d+)")
-    ours = start_txclient(txclient_mode, cluster["namesrv"], group, topic, "120")
+    ours = txh.start_txclient(txclient_mode, cluster["namesrv"], group, topic, "120")
     procs = {"java": java, "tx": ours}
     assigned: dict[str, list[str]] = {}
     try:
@@ -497,8 +456,9 @@ def test_broadcasting_every_member_gets_everything(cluster, tmp_path):
     with BlockingProducer("TX_BCAST_PG", cluster["namesrv"]) as producer:
         for i in range(4):
             producer.send(Message(topic, f"warm-{i}".encode()))
-    wait_for_route(cluster["namesrv"], topic)
-    members = {f"tx{n}": start_txclient("broadcast", cluster["namesrv"], group, topic, "90", str(tmp_path / f"m{n}"))
+    txh.wait_for_route(cluster["namesrv"], topic)
+    members = {f"tx{n}": txh.start_txclient("broadcast", cluster["namesrv"], group, topic, "90",
+                                            str(tmp_path / f"m{n}"))
                for n in (1, 2)}
     try:
         for proc in members.values():
@@ -528,8 +488,8 @@ def test_reconsume_later_then_dlq(cluster):
         msg = Message(topic, b"doomed")
         msg.keys = ["dlq-key"]
         sent = producer.send(msg)
-    wait_for_route(cluster["namesrv"], topic)  # the broker registers the new topic asynchronously
-    ours = start_txclient("push", cluster["namesrv"], group, topic, "90", "1")
+    txh.wait_for_route(cluster["namesrv"], topic)  # the broker registers the new topic asynchronously
+    ours = txh.start_txclient("push", cluster["namesrv"], group, topic, "90", "1")
     try:
         ours.wait_for(r'"ready"', 60)
         deliveries = collect({"tx": ours}, lambda g: len(g) >= 2, 60)
@@ -543,7 +503,7 @@ def test_reconsume_later_then_dlq(cluster):
     with BlockingPullClient("TX_DLQ_READER", cluster["namesrv"]) as client:
         while not found:
             try:
-                found = pull_all(client, dlq)
+                found = txh.pull_all(client, dlq)
             except MQBrokerError:
                 pass  # the DLQ topic's route reaches the name server asynchronously
             if not found:
@@ -557,15 +517,15 @@ def test_delay_level(cluster):
     topic = "TxDelay"
     with BlockingProducer("TX_DELAY_PG", cluster["namesrv"]) as producer:
         producer.send(Message(topic, b"warm-up"))  # creates the topic
-        wait_for_route(cluster["namesrv"], topic)
+        txh.wait_for_route(cluster["namesrv"], topic)
         msg = Message(topic, b"later")
         msg.delay_time_level = 2
         sent_at = time.monotonic()
         producer.send(msg)
     with BlockingPullClient("TX_DELAY_CG", cluster["namesrv"]) as client:
-        assert b"later" not in [m.body for m in pull_all(client, topic)]
+        assert b"later" not in [m.body for m in txh.pull_all(client, topic)]
         deadline = time.monotonic() + 30
-        while b"later" not in [m.body for m in pull_all(client, topic)]:
+        while b"later" not in [m.body for m in txh.pull_all(client, topic)]:
             assert time.monotonic() < deadline, "the delayed message never arrived"
             time.sleep(0.5)  # waiting for the broker's schedule, bounded above
     assert time.monotonic() - sent_at >= 4.0
@@ -576,9 +536,9 @@ def test_reset_offset_by_time_reaches_our_push_consumer(cluster):
     topic, group = "TxReset", f"TX_RESET_CG_{time.monotonic_ns()}"
     before = int(time.time() * 1000) - 1000
     java_peer_lines(cluster["classpath"], ["produce", cluster["namesrv"], topic, "6"])
-    route = wait_for_route(cluster["namesrv"], topic)
+    route = txh.wait_for_route(cluster["namesrv"], topic)
     bodies = {f"java-{i}" for i in range(6)}
-    ours = start_txclient("push", cluster["namesrv"], group, topic, "90")
+    ours = txh.start_txclient("push", cluster["namesrv"], group, topic, "90")
     try:
         ours.wait_for(r'"ready"', 60)
         first = collect({"tx": ours}, lambda g: {m["body"] for m in g} >= bodies, 60)

@@ -37,8 +37,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -46,31 +44,19 @@ import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import txharness as txh
 
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.remoting import ResponseCode
 
-HERE = Path(__file__).resolve().parent
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                          if p),
-             "TXCLIENT_POLL_NAMESRV_INTERVAL": "1"}
+#: our push consumer polls the name server every second, so it sees a failover soon
+CHILD_ENV = txh.child_env(TXCLIENT_POLL_NAMESRV_INTERVAL="1")
 TOPIC = "HaFailoverTopic"
 QUEUES = 4
 KILL_POINTS = 3
 SOAK_KILL_POINTS = 20
 #: seconds a step may take before the run fails (each is a poll with this deadline)
 STEP = 40.0
-
-
-def start_txclient(*args: str) -> jh.JavaProcess:
-    """txclient.py in the background, its stdout read line by line."""
-    err = HERE / ".work" / f"txclient-{time.monotonic_ns()}.stderr"
-    err.parent.mkdir(exist_ok=True)
-    argv = [sys.executable, str(HERE / "txclient.py"), *args]
-    with open(err, "wb") as stderr:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, cwd=str(HERE),
-                                env=CHILD_ENV, start_new_session=True)
-    return jh.JavaProcess(proc, argv, err)
 
 
 class Consumer:
@@ -168,7 +154,7 @@ class Cluster:
                       == 2, what="master and slave registered")
         self.java = Consumer("java", jh.start_java(classpath, "ClientPeer", [
             "consume", self.namesrv, TOPIC, "HA_FO_JAVA", "1000000", "600"], ready=r"READY (\d+)"))
-        tx = start_txclient("push", self.namesrv, "HA_FO_TX", TOPIC, "600")
+        tx = txh.start_txclient("push", self.namesrv, "HA_FO_TX", TOPIC, "600", env=CHILD_ENV)
         tx.wait_for(r'"ready"', 60)
         self.tx = Consumer("tx", tx)
         self.consumers = (self.java, self.tx)

@@ -21,7 +21,6 @@ The six runs (three x two brokers) go in parallel, each with its own topic and g
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,13 +28,12 @@ from pathlib import Path
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import txharness as txh
 
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.remoting import ResponseCode
 
 HERE = Path(__file__).resolve().parent
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                         if p)}
 INVISIBLE_MS, CHANGED_MS = 3000, 8000
 
 
@@ -67,7 +65,7 @@ def test_simple_consumer_same_on_both_brokers(tx_cluster, java_cluster):
             tb.wait_topic_route(namesrv, topic, [broker_name])
             runs[(label, kind)] = subprocess.Popen(
                 [sys.executable, str(HERE / "txsimple.py"), kind, namesrv, topic, group], stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, cwd=str(HERE), env=CHILD_ENV)
+                stderr=subprocess.PIPE, text=True, cwd=str(HERE), env=txh.CHILD_ENV)
     outcomes = {}
     for key, proc in runs.items():
         out, err = proc.communicate(timeout=180)

@@ -31,12 +31,9 @@ identical sets, and the sets written down by hand.
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import javaharness as jh
 import pytest
@@ -51,9 +48,7 @@ from rocketmq_tx.remoting.errors import MQBrokerError
 
 pytestmark = pytest.mark.compat
 
-HERE = Path(__file__).resolve().parent
 VERSIONS = ["4.9.8", "5.5.0"]
-FAST_START = ("-XX:TieredStopAtLevel=1",)
 TOPIC = "SqlTopic"
 DISABLED = "The broker does not support consumer to filter message by SQL92"
 
@@ -140,11 +135,6 @@ def fill(namesrv: str, addr: str, broker_name: str) -> None:
         producer.close()
 
 
-def no_problems(broker: tb.TxBroker) -> None:
-    problems = tb.broker_log_problems(broker.log_text())
-    assert not problems, "broker logged errors:\n" + "\n".join(problems)
-
-
 @pytest.fixture(scope="module")
 def tx(tmp_path_factory):
     """Our name server + broker with enablePropertyFilter=true, holding MESSAGES."""
@@ -153,7 +143,7 @@ def tx(tmp_path_factory):
     try:
         fill(broker.namesrv, broker.addr, "tx-sql")
         yield dict(namesrv=broker.namesrv, addr=broker.addr, broker=broker)
-        no_problems(broker)
+        tb.no_problems(broker)
     finally:
         broker.stop()
 
@@ -192,18 +182,7 @@ def java(java_classpath_4):
 
 def sql_peer(classpath: str, commands: list[list[str]], timeout: float = 300.0) -> list[dict]:
     """Run Sql92Peer with *commands* (one per line); its JSON answers, one per command."""
-    text = "".join("\t".join(c) + "\n" for c in commands)
-    argv = jh.java_command(classpath, "Sql92Peer", jvm_args=(*jh.DEFAULT_JVM_ARGS, *FAST_START))
-    err = HERE / ".work" / f"Sql92Peer-{time.monotonic_ns()}.stderr"
-    err.parent.mkdir(exist_ok=True)
-    with open(err, "wb") as stderr:
-        out = subprocess.run(argv, input=text.encode(), stdout=subprocess.PIPE, stderr=stderr, timeout=timeout,
-                             cwd=str(jh.JAVA_PROJECT))
-    lines = [json.loads(line) for line in out.stdout.decode().splitlines() if line.startswith("{")]
-    assert lines and lines[-1] == {"done": True} and len(lines) == len(commands) + 1, \
-        (out.returncode, out.stdout.decode()[-2000:], jh._tail(err, 40))
-    err.unlink()
-    return lines[:-1]
+    return jh.run_peer_batch(classpath, "Sql92Peer", commands, timeout)
 
 
 def table(result: dict) -> dict[str, list[str]]:

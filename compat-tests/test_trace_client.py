@@ -15,10 +15,8 @@ Message trace from our Python clients, read by the official tools:
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +25,7 @@ import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import txharness as txh
 
 from rocketmq_tx.blocking import BlockingProducer
 from rocketmq_tx.common import trace
@@ -36,8 +35,6 @@ from rocketmq_tx.common.test.test_trace import contexts
 pytestmark = pytest.mark.compat
 
 HERE = Path(__file__).resolve().parent
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                         if p)}
 VECTORS_JAVA = HERE.parent / "rocketmq_tx" / "common" / "test" / "TraceVectors.java"
 COUNT = 3
 
@@ -77,8 +74,7 @@ def test_our_traces_found_by_mqadmin(java):
     """mqadmin finds the Pub and Sub records of each message our Twisted clients traced."""
     cluster, classpath = java
     topic = "TxTraceTopic"
-    run = subprocess.run([sys.executable, str(HERE / "txtrace.py"), cluster.namesrv_addr, topic, str(COUNT), "60"],
-                         capture_output=True, text=True, timeout=180, cwd=str(HERE), env=CHILD_ENV)
+    run = txh.run_script("txtrace.py", cluster.namesrv_addr, topic, str(COUNT), "60", timeout=180)
     assert run.returncode == 0, f"txtrace exited {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
     lines = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     ids = [line["msgId"] for line in lines if "msgId" in line]

@@ -17,27 +17,20 @@ bodies, once each.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import txharness as txh
 
 from rocketmq_tx.blocking import BlockingPullClient, BlockingTransactionProducer
 from rocketmq_tx.common.message import Message, MessageExt
-from rocketmq_tx.remoting.api import PullStatus
 from rocketmq_tx.remoting.transactionapi import LocalTransactionState
 
 pytestmark = pytest.mark.compat
 
-HERE = Path(__file__).resolve().parent
-CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
-                                                         if p)}
 #: Checks every second, of half messages older than three seconds (Java: 60 s and 6 s); 5.x
 #: writes the op messages of ended transactions in batches (every 3 s by default), and a
 #: check before they are written would ask about transactions already ended.
@@ -66,15 +59,7 @@ def visible(namesrv: str, topic: str, timeout: float = 30.0, expect: int = 0) ->
     deadline = time.monotonic() + timeout
     with BlockingPullClient("TX_CLIENT_READER", namesrv, timeout=10.0) as puller:
         while True:
-            found = []
-            for mq in puller.fetch_queues(topic):
-                offset = 0
-                while True:
-                    result = puller.pull(mq, offset, 32)
-                    found += result.msg_found_list
-                    if result.pull_status is not PullStatus.FOUND:
-                        break
-                    offset = result.next_begin_offset
+            found = txh.pull_all(puller, topic)
             if len(found) >= expect or time.monotonic() > deadline:
                 return found
             time.sleep(0.2)  # the broker's check runs on its own schedule
@@ -116,8 +101,7 @@ def test_blocking_transactions(java):
 def test_twisted_transactions(java):
     """The Twisted producer in its own process: the same four transactions, the same outcome."""
     topic, ns = "TxClientTwisted", java.namesrv_addr
-    run = subprocess.run([sys.executable, str(HERE / "txtransaction.py"), ns, topic, "t", "60"], capture_output=True,
-                         text=True, timeout=180, cwd=str(HERE), env=CHILD_ENV)
+    run = txh.run_script("txtransaction.py", ns, topic, "t", "60", timeout=180)
     assert run.returncode == 0, f"txtransaction exited {run.returncode}:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
     lines = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     sends = {line["body"]: line for line in lines if "body" in line}

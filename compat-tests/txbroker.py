@@ -251,7 +251,6 @@ def consumer_offset(conn: BlockingConnection, group: str, topic: str, queue_id: 
     return int(r.ext_fields["offset"]) if r.code == ResponseCode.SUCCESS else -1
 
 
-
 def wait_committed(addr: str, group: str, topic: str, queues, timeout: float = 30.0) -> None:
     """
     Until the broker's committed offset of *group* is at the end of each of *queues* (a push
@@ -273,3 +272,9 @@ def broker_log_problems(text: str) -> list[str]:
     """Tracebacks and unhandled errors in a twistd log (a broker must log none under these tests)."""
     return [line for line in text.splitlines()
             if "Traceback" in line or "Unhandled" in line or "CRITICAL" in line or "#critical" in line]
+
+
+def no_problems(broker: TxBroker) -> None:
+    """Fails the test when *broker*'s log holds any of :func:`broker_log_problems`."""
+    problems = broker_log_problems(broker.log_text())
+    assert not problems, "broker logged errors:\n" + "\n".join(problems)

@@ -14,11 +14,22 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import javaharness as jh
+
+from rocketmq_tx.blocking import BlockingMQClient, BlockingPullClient
+from rocketmq_tx.common.message import MessageExt
+from rocketmq_tx.common.route import TopicRouteData
+from rocketmq_tx.remoting import MQBrokerError
+from rocketmq_tx.remoting.api import PullStatus
 from rocketmq_tx.testing import twistd_argv
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 START_TIMEOUT = 60.0
+#: The environment of the Python programs the tests spawn (txclient.py and its kind): this
+#: checkout first on the path, so a child imports the same rocketmq_tx as the test itself.
+CHILD_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(HERE.parent), os.environ.get("PYTHONPATH"))
+                                                         if p)}
 
 #: Store keys for every broker the tests start: a full-size index file (5 million slots,
 #: 20 million entries) is 420 MB, allocated up front, and a full-size ConsumeQueue file
@@ -128,3 +139,56 @@ def run_pydriver(addr: str, serialize: str, client: str, cases: Sequence[str] = 
     if out.returncode != 0:
         raise RuntimeError(f"pydriver exited {out.returncode}:\n{out.stderr[-3000:]}")
     return out.stdout.splitlines()
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """:data:`CHILD_ENV` with *extra* variables added (credentials, poll intervals)."""
+    return {**CHILD_ENV, **extra}
+
+
+def run_script(script: str, *args: str, timeout: float, env: dict[str, str] | None = None,
+               cwd: Path = HERE) -> subprocess.CompletedProcess:
+    """Run a compat-tests program (``txclient.py``, ``txtrace.py``...) to its end; its output captured as text."""
+    return subprocess.run([sys.executable, str(HERE / script), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=str(cwd), env=CHILD_ENV if env is None else env)
+
+
+def start_txclient(*args: str, env: dict[str, str] | None = None) -> jh.JavaProcess:
+    """
+    txclient.py in the background, its stdout read line by line (JavaProcess works for any
+    program); its stderr goes to a file under .work, shown when it fails.
+    """
+    err = WORK / f"txclient-{time.monotonic_ns()}.stderr"
+    err.parent.mkdir(exist_ok=True)
+    argv = [sys.executable, str(HERE / "txclient.py"), *args]
+    with open(err, "wb") as stderr:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, cwd=str(HERE),
+                                env=CHILD_ENV if env is None else env, start_new_session=True)
+    return jh.JavaProcess(proc, argv, err)
+
+
+def pull_all(client: BlockingPullClient, topic: str) -> list[MessageExt]:
+    """Every message of *topic* now stored, queue by queue from offset 0 (32 a pull)."""
+    messages: list[MessageExt] = []
+    for mq in client.fetch_queues(topic):
+        offset = 0
+        while True:
+            result = client.pull(mq, offset, 32)
+            messages += result.msg_found_list
+            if result.pull_status is not PullStatus.FOUND:
+                break
+            offset = result.next_begin_offset
+    return messages
+
+
+def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> TopicRouteData:
+    """*topic*'s route as a client reads it from *namesrv*, once a broker has registered it."""
+    deadline = time.monotonic() + timeout
+    with BlockingMQClient(namesrv) as client:
+        while True:
+            try:
+                return client.route(topic, refresh=True)
+            except MQBrokerError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # waiting for the broker's registration, bounded above

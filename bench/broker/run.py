@@ -116,12 +116,14 @@ import argparse
 import datetime as dt
 import logging
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from brokerbench import features, five, ha, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
-from brokerbench.peers import tools_classpath  # noqa: E402
+from brokerbench.peers import Target, tools_classpath  # noqa: E402
 from brokerbench.phases import bench_metrics, bench_send, bench_target, measured, metrics_settings  # noqa: E402
 from brokerbench.report import (  # noqa: E402
     ACL_ROWS,
@@ -145,118 +147,142 @@ from brokerbench.security import (  # noqa: E402
 from brokerbench.settings import BROKER_SETTINGS, TOOLS_VERSION, log  # noqa: E402
 
 
-def _save_summary(args: argparse.Namespace, raw_path: Path, raw: dict) -> None:
-    if not args.no_summary:
-        log(f"wrote {summary.save(raw, raw_path, args.summary)}")
+@dataclass(frozen=True)
+class Comparison:
+    """What sets one on/off comparison (``--tls``, ``--acl``) apart from the other."""
+
+    #: the results' key of the runs with the feature on (off: "plain"), and the results file's suffix
+    key: str
+    #: how the runs are named with the feature on and off
+    on: str
+    off: str
+    #: the table of one round's (or the aggregate's) results
+    table: Callable[[dict], str]
+    #: the figures of several rounds made one, and its name in the text
+    aggregate: Callable[[list[dict]], dict]
+    aggregate_name: str
+    #: every other round the targets the other way round too (rocketmq_tx listed first)
+    interleave_targets: bool
 
 
-def main_full(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
-    seconds = 20.0 if args.seconds is None else args.seconds
-    warmup = 15.0 if args.warmup is None else args.warmup
-    started = dt.datetime.now(dt.UTC)
+TLS_COMPARISON = Comparison("tls", "TLS", "plaintext", tls_report, mean_of_rounds, "Mean", False)
+ACL_COMPARISON = Comparison("acl", "ACL", "plain", lambda results: tls_report(results, "ACL", "acl", ACL_ROWS),
+                            median_of_rounds, "Median", True)
+
+
+def phase_lengths(args: argparse.Namespace, seconds: float, warmup: float) -> tuple[float, float]:
+    """``--seconds`` and ``--warmup``, or this mode's defaults where they are not given."""
+    return (seconds if args.seconds is None else args.seconds, warmup if args.warmup is None else args.warmup)
+
+
+def target_name(args: argparse.Namespace, kind: str) -> str:
+    return "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+
+
+def each_target(args: argparse.Namespace, targets: list[str], measure: Callable[[str, str], dict]) -> dict[str, dict]:
+    """``measure(kind, name)`` for each target in order (each on fresh processes), by name."""
     results: dict[str, dict] = {}
     for kind in targets:
-        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
-        results[name] = measured(kind, name, args, tools_cp, False,
-                                 lambda target: bench_target(target, tools_cp, seconds, warmup, not args.no_latency))
-
-    text = report(results) + "\n\n" + "; ".join(
-        f"{n}: load average {r['loadavg_1min'][0]} at start, {r['loadavg_1min'][1]} at end" for n, r in results.items())
-    print(text)
-    path, raw = write_results("", started, args, {"seconds": seconds, "warmup_phase_s": warmup}, {}, results, text)
-    _save_summary(args, path, raw)
+        name = target_name(args, kind)
+        results[name] = measure(kind, name)
+    return results
 
 
-def main_tls(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
-    seconds = 10.0 if args.seconds is None else args.seconds
-    warmup = 10.0 if args.warmup is None else args.warmup
-    started = dt.datetime.now(dt.UTC)
+def each_target_measured(args: argparse.Namespace, targets: list[str], tools_cp: str,
+                         bench: Callable[[Target], dict]) -> dict[str, dict]:
+    """:func:`each_target` with :func:`brokerbench.phases.measured`: *bench* on each fresh target, no TLS or ACL."""
+    return each_target(args, targets, lambda kind, name: measured(kind, name, args, tools_cp, False, bench))
+
+
+def compare_rounds(args: argparse.Namespace, targets: list[str], tools_cp: str, comparison: Comparison,
+                   bench: Callable[[Target, bool], dict]) -> tuple[list[dict[str, dict[str, dict]]], str]:
+    """
+    ``--rounds`` rounds of *comparison*: each target off and on, each run on fresh processes
+    (``bench(target, on)``); returns the rounds' results and their text (a table per round
+    and, with several rounds, one of their aggregate).
+    """
+    c = comparison
     rounds: list[dict[str, dict[str, dict]]] = []
     for k in range(args.rounds):
-        # odd rounds run TLS first, so that a load drift does not always favour the same mode
+        # every other round the feature first (--acl: and the targets the other way round), so
+        # that a drift of the machine's load does not always favour the same run
         modes = (False, True) if k % 2 == 0 else (True, False)
+        order = list(reversed(targets)) if c.interleave_targets and k % 2 else targets
         results: dict[str, dict[str, dict]] = {}
-        for kind in targets:
-            name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
+        for kind in order:
+            name = target_name(args, kind)
             results[name] = {}
-            for tls in modes:
-                label = f"{name} {'TLS' if tls else 'plaintext'}" + (f" (round {k + 1})" if args.rounds > 1 else "")
-                results[name]["tls" if tls else "plain"] = measured(
-                    kind, label, args, tools_cp, tls,
-                    lambda target, tls=tls: bench_send(target, tools_cp, seconds, warmup, tls,
-                                                       (1,) if args.one_thread else (1, 64)))
+            for on in modes:
+                label = f"{name} {c.on if on else c.off}" + (f" (round {k + 1})" if args.rounds > 1 else "")
+                results[name][c.key if on else "plain"] = measured(
+                    kind, label, args, tools_cp, on and c.key == "tls", lambda target, on=on: bench(target, on),
+                    acl=on and c.key == "acl")
+        if c.interleave_targets:
+            results = {n: results[n] for n in sorted(results, key=lambda n: n != "rocketmq_tx")}
         rounds.append(results)
     parts = []
     for k, results in enumerate(rounds):
-        loads = "; ".join(f"{n} {'TLS' if m == 'tls' else 'plaintext'}: load average {r['loadavg_1min'][0]} "
+        loads = "; ".join(f"{n} {c.on if m == c.key else c.off}: load average {r['loadavg_1min'][0]} "
                           f"at start, {r['loadavg_1min'][1]} at end" for n, by_mode in results.items()
                           for m, r in by_mode.items())
-        head = f"Round {k + 1} ({'plaintext first' if k % 2 == 0 else 'TLS first'}):\n\n" if len(rounds) > 1 else ""
-        parts.append(head + tls_report(results) + "\n\n" + loads)
+        head = f"Round {k + 1} ({c.off if k % 2 == 0 else c.on} first):\n\n" if len(rounds) > 1 else ""
+        parts.append(head + c.table(results) + "\n\n" + loads)
     if len(rounds) > 1:
-        mean = {n: {m: mean_of_rounds([r[n][m] for r in rounds]) for m in ("plain", "tls")} for n in rounds[0]}
-        parts.append(f"Mean of the {len(rounds)} rounds:\n\n" + tls_report(mean))
-    text = "\n\n".join(parts)
+        together = {n: {m: c.aggregate([r[n][m] for r in rounds]) for m in ("plain", c.key)} for n in rounds[0]}
+        parts.append(f"{c.aggregate_name} of the {len(rounds)} rounds:\n\n" + c.table(together))
+    return rounds, "\n\n".join(parts)
+
+
+def finish(args: argparse.Namespace, kind: str, started: dt.datetime, head: dict, feature: dict, results: object,
+           text: str) -> None:
+    """Print the run's text, write its raw results file and (unless ``--no-summary``) its summary."""
     print(text)
-    path, raw = write_results(
-        "tls", started, args,
-        {"mode": "tls-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup},
-        {"tls": {"java_servers": JAVA_TLS_SERVER, "java_broker_extra": {"tls.enable": "true"},
-                 "java_tools": JAVA_TLS_CLIENT, "tx_servers": TX_TLS_SERVER,
-                 "tx_broker_extra_separate": "tls.enable=true", "tx_mode": args.tx_mode}},
-        rounds[0] if len(rounds) == 1 else rounds, text)
-    _save_summary(args, path, raw)
+    path, raw = write_results(kind, started, args, head, feature, results, text)
+    if not args.no_summary:
+        log(f"wrote {summary.save(raw, path, args.summary)}")
+
+
+def main_full(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    seconds, warmup = phase_lengths(args, 20.0, 15.0)
+    started = dt.datetime.now(dt.UTC)
+    results = each_target_measured(args, targets, tools_cp, lambda target: bench_target(
+        target, tools_cp, seconds, warmup, not args.no_latency))
+    text = report(results) + "\n\n" + features.loads_text(results)
+    finish(args, "", started, {"seconds": seconds, "warmup_phase_s": warmup}, {}, results, text)
+
+
+def main_tls(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
+    seconds, warmup = phase_lengths(args, 10.0, 10.0)
+    started = dt.datetime.now(dt.UTC)
+    threads = (1,) if args.one_thread else (1, 64)
+    rounds, text = compare_rounds(args, targets, tools_cp, TLS_COMPARISON, lambda target, tls: bench_send(
+        target, tools_cp, seconds, warmup, tls, threads))
+    finish(args, "tls", started,
+           {"mode": "tls-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup},
+           {"tls": {"java_servers": JAVA_TLS_SERVER, "java_broker_extra": {"tls.enable": "true"},
+                    "java_tools": JAVA_TLS_CLIENT, "tx_servers": TX_TLS_SERVER,
+                    "tx_broker_extra_separate": "tls.enable=true", "tx_mode": args.tx_mode}},
+           rounds[0] if len(rounds) == 1 else rounds, text)
 
 
 def main_acl(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
-    seconds = 10.0 if args.seconds is None else args.seconds
-    warmup = 10.0 if args.warmup is None else args.warmup
+    seconds, warmup = phase_lengths(args, 10.0, 10.0)
     started = dt.datetime.now(dt.UTC)
     threads = (1,) if args.one_thread else (1, 64)
-    rounds: list[dict[str, dict[str, dict]]] = []
-    for k in range(args.rounds):
-        # interleaved: every other round ACL first and the targets the other way round, so
-        # that a drift of the machine's load does not always favour the same run
-        modes = (False, True) if k % 2 == 0 else (True, False)
-        order = targets if k % 2 == 0 else list(reversed(targets))
-        results: dict[str, dict[str, dict]] = {}
-        for kind in order:
-            name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
-            results[name] = {}
-            for acl in modes:
-                label = f"{name} {'ACL' if acl else 'plain'}" + (f" (round {k + 1})" if args.rounds > 1 else "")
-                results[name]["acl" if acl else "plain"] = measured(
-                    kind, label, args, tools_cp, False,
-                    lambda target, acl=acl: bench_send(target, tools_cp, seconds, warmup, False, threads, acl,
-                                                       py_phase=False),
-                    acl=acl)
-        rounds.append({n: results[n] for n in sorted(results, key=lambda n: n != "rocketmq_tx")})
-    parts = []
-    for k, results in enumerate(rounds):
-        loads = "; ".join(f"{n} {'ACL' if m == 'acl' else 'plain'}: load average {r['loadavg_1min'][0]} "
-                          f"at start, {r['loadavg_1min'][1]} at end" for n, by_mode in results.items()
-                          for m, r in by_mode.items())
-        head = f"Round {k + 1} ({'plain first' if k % 2 == 0 else 'ACL first'}):\n\n" if len(rounds) > 1 else ""
-        parts.append(head + tls_report(results, "ACL", "acl", ACL_ROWS) + "\n\n" + loads)
-    if len(rounds) > 1:
-        median = {n: {m: median_of_rounds([r[n][m] for r in rounds]) for m in ("plain", "acl")} for n in rounds[0]}
-        parts.append(f"Median of the {len(rounds)} rounds:\n\n" + tls_report(median, "ACL", "acl", ACL_ROWS))
-    text = "\n\n".join(parts)
-    print(text)
-    path, raw = write_results(
-        "acl", started, args,
-        {"mode": "acl-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup},
-        {"acl": {"plain_acl.yml": ACL_YML, "tx_broker": ACL_SERVER, "java_broker": java_acl_settings(args.java_broker),
-                 "producer_args": list(ACL_PRODUCER_ARGS), "tx_mode": args.tx_mode}},
-        rounds[0] if len(rounds) == 1 else rounds, text)
-    _save_summary(args, path, raw)
+    rounds, text = compare_rounds(args, targets, tools_cp, ACL_COMPARISON, lambda target, acl: bench_send(
+        target, tools_cp, seconds, warmup, False, threads, acl, py_phase=False))
+    finish(args, "acl", started,
+           {"mode": "acl-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup},
+           {"acl": {"plain_acl.yml": ACL_YML, "tx_broker": ACL_SERVER,
+                    "java_broker": java_acl_settings(args.java_broker), "producer_args": list(ACL_PRODUCER_ARGS),
+                    "tx_mode": args.tx_mode}},
+           rounds[0] if len(rounds) == 1 else rounds, text)
 
 
 def main_metrics(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
     """--metrics (issue #24): rocketmq_tx with metricsExporterType=PROM, scraped every second, against
     the same without metrics, each on fresh processes; every other round metrics first."""
-    seconds = 10.0 if args.seconds is None else args.seconds
-    warmup = 10.0 if args.warmup is None else args.warmup
+    seconds, warmup = phase_lengths(args, 10.0, 10.0)
     started = dt.datetime.now(dt.UTC)
     rounds: list[dict[str, dict[str, dict]]] = []
     for k in range(args.rounds):
@@ -276,65 +302,41 @@ def main_metrics(args: argparse.Namespace, targets: list[str], tools_cp: str) ->
         parts.append(f"Median of the {len(rounds)} rounds:\n\n" + tls_report(median, "metrics", "metrics",
                                                                              METRICS_ROWS))
     parts.append("goal: send TPS, 64 threads, metrics / plain >= 0.97; p99 within noise")
-    text = "\n\n".join(parts)
-    print(text)
-    path, raw = write_results(
-        "metrics", started, args,
-        {"mode": "metrics-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup},
-        {"metrics": {"tx_broker_extra": {"metricsExporterType": "PROM"}, "scrape_interval_s": 1.0,
-                     "tx_mode": args.tx_mode}},
-        rounds[0] if len(rounds) == 1 else rounds, text)
-    _save_summary(args, path, raw)
+    finish(args, "metrics", started,
+           {"mode": "metrics-compare", "rounds": args.rounds, "seconds": seconds, "warmup_phase_s": warmup},
+           {"metrics": {"tx_broker_extra": {"metricsExporterType": "PROM"}, "scrape_interval_s": 1.0,
+                        "tx_mode": args.tx_mode}},
+           rounds[0] if len(rounds) == 1 else rounds, "\n\n".join(parts))
 
 
 def main_transactions(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
-    seconds = 20.0 if args.seconds is None else args.seconds
-    warmup = 10.0 if args.warmup is None else args.warmup
+    seconds, warmup = phase_lengths(args, 20.0, 10.0)
     started = dt.datetime.now(dt.UTC)
-    results: dict[str, dict] = {}
-    for kind in targets:
-        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
-        results[name] = measured(kind, name, args, tools_cp, False,
-                                 lambda target: features.bench_transactions(target, tools_cp, seconds, warmup,
-                                                                            args.threads))
+    results = each_target_measured(args, targets, tools_cp, lambda target: features.bench_transactions(
+        target, tools_cp, seconds, warmup, args.threads))
     text = features.table_text(features.tx_rows(results), list(results), "transactions") + "\n\n" + \
         features.loads_text(results)
-    print(text)
-    path, raw = write_results("tx", started, args,
-                              {"mode": "transactions", "seconds": seconds, "warmup_phase_s": warmup,
-                               "threads": args.threads}, {}, results, text)
-    _save_summary(args, path, raw)
+    finish(args, "tx", started, {"mode": "transactions", "seconds": seconds, "warmup_phase_s": warmup,
+                                 "threads": args.threads}, {}, results, text)
 
 
 def main_sql92(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
     started = dt.datetime.now(dt.UTC)
-    results: dict[str, dict] = {}
-    for kind in targets:
-        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
-        results[name] = measured(kind, name, args, tools_cp, False,
-                                 lambda target: features.bench_sql92(target, tools_cp, args.backlog,
-                                                                     args.scan_timeout))
+    results = each_target_measured(args, targets, tools_cp, lambda target: features.bench_sql92(
+        target, tools_cp, args.backlog, args.scan_timeout))
     text = features.table_text(features.sql_rows(results), list(results), "sql92") + "\n\n" + \
         features.loads_text(results)
-    print(text)
-    path, raw = write_results("sql92", started, args,
-                              {"mode": "sql92", "backlog": args.backlog, "expression": features.SQL_EXPRESSION},
-                              {}, results, text)
-    _save_summary(args, path, raw)
+    finish(args, "sql92", started, {"mode": "sql92", "backlog": args.backlog, "expression": features.SQL_EXPRESSION},
+           {}, results, text)
 
 
 def main_five(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
     parts = tuple(p for p in ("pop", "timer") if getattr(args, p))
-    seconds = 20.0 if args.seconds is None else args.seconds
-    warmup = 10.0 if args.warmup is None else args.warmup
+    seconds, warmup = phase_lengths(args, 20.0, 10.0)
     started = dt.datetime.now(dt.UTC)
-    results: dict[str, dict] = {}
-    for kind in targets:
-        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
-        results[name] = measured(kind, name, args, tools_cp, False,
-                                 lambda target: five.bench_five(target, tools_cp, args, parts, seconds, warmup))
+    results = each_target_measured(args, targets, tools_cp, lambda target: five.bench_five(
+        target, tools_cp, args, parts, seconds, warmup))
     text = ratio_table(five.five_rows(results), list(results)) + "\n\n" + features.loads_text(results)
-    print(text)
     head: dict = {"mode": "five", "parts": list(parts)}
     if "pop" in parts:
         head.update(seconds=seconds, warmup_phase_s=warmup,
@@ -343,23 +345,16 @@ def main_five(args: argparse.Namespace, targets: list[str], tools_cp: str) -> No
     if "timer" in parts:
         head["timer"] = {"count": args.timer_count, "spread_s": args.timer_spread, "delay_s": args.timer_delay,
                          "timerPrecisionMs": five.TIMER_PRECISION_MS}
-    path, raw = write_results("five", started, args, head, {}, results, text)
-    _save_summary(args, path, raw)
+    finish(args, "five", started, head, {}, results, text)
 
 
 def main_ha(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
-    seconds = 20.0 if args.seconds is None else args.seconds
-    warmup = 10.0 if args.warmup is None else args.warmup
+    seconds, warmup = phase_lengths(args, 20.0, 10.0)
     started = dt.datetime.now(dt.UTC)
-    results: dict[str, dict] = {}
-    for kind in targets:
-        name = "rocketmq_tx" if kind == "tx" else f"Java {args.java_broker}"
-        results[name] = ha.measured_ha(kind, name, args, tools_cp, seconds, warmup)
+    results = each_target(args, targets, lambda kind, name: ha.measured_ha(kind, name, args, tools_cp, seconds,
+                                                                           warmup))
     text = ratio_table(ha.ha_rows(results), list(results)) + "\n\n" + features.loads_text(results)
-    print(text)
-    path, raw = write_results("ha", started, args, {"mode": "ha", "seconds": seconds, "warmup_phase_s": warmup},
-                              {}, results, text)
-    _save_summary(args, path, raw)
+    finish(args, "ha", started, {"mode": "ha", "seconds": seconds, "warmup_phase_s": warmup}, {}, results, text)
 
 
 def main() -> None:

@@ -9,15 +9,17 @@ import datetime
 
 from rocketmq_tx.admin.commands.common import (
     all_broker_addrs,
+    each_broker,
     java_object_text,
     master_addrs,
+    one_target,
     text_arg,
 )
 from rocketmq_tx.admin.output import (
     Output,
     java_bool,
 )
-from rocketmq_tx.admin.registry import CommandError, Session, command, opt
+from rocketmq_tx.admin.registry import Session, command, opt
 from rocketmq_tx.remoting.headers.acl import CreateAccessConfigRequestHeader
 
 
@@ -40,9 +42,8 @@ def update_acl_config(session: Session, args: argparse.Namespace) -> Output:
         topic_perms=args.topicPerms, group_perms=args.groupPerms)
     addrs = all_broker_addrs(session, args.brokerAddr, args.clusterName)
     out = Output()
-    for addr in addrs:
-        session.admin.create_and_update_plain_access_config(addr, header)
-        out.printf("create or update plain access config to %s success.", addr)
+    each_broker(out, addrs, lambda addr: session.admin.create_and_update_plain_access_config(addr, header),
+                "create or update plain access config to %s success.")
     account = {"accessKey": args.accessKey, "whiteRemoteAddress": args.whiteRemoteAddress, "admin": args.admin,
                "defaultTopicPerm": args.defaultTopicPerm, "defaultGroupPerm": args.defaultGroupPerm,
                "topicPerms": args.topicPerms.split(",") if args.topicPerms else None,
@@ -60,9 +61,8 @@ def update_acl_config(session: Session, args: argparse.Namespace) -> Output:
 def delete_acl_config(session: Session, args: argparse.Namespace) -> Output:
     addrs = all_broker_addrs(session, args.brokerAddr, args.clusterName)
     out = Output(data={"brokers": addrs, "accessKey": args.accessKey})
-    for addr in addrs:
-        session.admin.delete_plain_access_config(addr, args.accessKey)
-        out.printf("delete plain access config account from %s success.", addr)
+    each_broker(out, addrs, lambda addr: session.admin.delete_plain_access_config(addr, args.accessKey),
+                "delete plain access config account from %s success.")
     out.printf("account's accesskey is:%s", args.accessKey)
     return out
 
@@ -77,9 +77,9 @@ def delete_acl_config(session: Session, args: argparse.Namespace) -> Output:
 def update_global_white_addr(session: Session, args: argparse.Namespace) -> Output:
     addrs = all_broker_addrs(session, args.brokerAddr, args.clusterName)
     out = Output(data={"brokers": addrs, "globalWhiteRemoteAddresses": args.globalWhiteRemoteAddresses})
-    for addr in addrs:
-        session.admin.update_global_white_addrs_config(addr, args.globalWhiteRemoteAddresses, args.aclFileFullPath)
-        out.printf("update global white remote addresses to %s success.", addr)
+    each_broker(out, addrs, lambda addr: session.admin.update_global_white_addrs_config(
+        addr, args.globalWhiteRemoteAddresses, args.aclFileFullPath),
+        "update global white remote addresses to %s success.")
     return out
 
 
@@ -87,14 +87,12 @@ def update_global_white_addr(session: Session, args: argparse.Namespace) -> Outp
          opt("-b", "--brokerAddr", type=text_arg, help="query acl config version for which broker"),
          opt("-c", "--clusterName", type=text_arg, help="query acl config version for specified cluster"))
 def cluster_acl_config_version(session: Session, args: argparse.Namespace) -> Output:
-    if bool(args.brokerAddr) == bool(args.clusterName):
-        raise CommandError("exactly one of -b brokerAddr or -c clusterName is required")
+    one_target(args.brokerAddr, args.clusterName)
     addrs = master_addrs(session, args.brokerAddr, args.clusterName)
     out = Output(data=[])
     out.printf("%-16s %-22s %-22s %-20s %-22s %-22s", "#Cluster Name", "#Broker Name", "#Broker Addr",
                "#AclFilePath", "#AclConfigVersionNum", "#AclLastUpdateTime")
-    for addr in addrs:
-        info = session.admin.examine_broker_cluster_acl_version_info(addr)
+    for _addr, info in each_broker(out, addrs, session.admin.examine_broker_cluster_acl_version_info):
         for path, version in info.all_acl_config_data_version.items():
             counter, stamp = version.get("counter", 0), int(version.get("timestamp") or 0)
             out.data.append({"cluster": info.cluster_name, "brokerName": info.broker_name,

@@ -8,6 +8,7 @@ import contextlib
 import time
 
 from rocketmq_tx.admin.commands.common import (
+    each_broker,
     master_addrs,
     text_arg,
 )
@@ -90,8 +91,7 @@ def cluster_list(session: Session, args: argparse.Namespace) -> Output:
 def broker_status(session: Session, args: argparse.Namespace) -> Output:
     addrs = master_addrs(session, args.brokerAddr, args.clusterName)
     out = Output(data={})
-    for addr in addrs:
-        table = session.admin.fetch_broker_runtime_stats(addr)
+    for addr, table in each_broker(out, addrs, session.admin.fetch_broker_runtime_stats):
         out.data[addr] = dict(sorted(table.items()))
         for key, value in sorted(table.items()):
             if args.clusterName and not args.brokerAddr:
@@ -106,8 +106,8 @@ def broker_status(session: Session, args: argparse.Namespace) -> Output:
          opt("-c", "--clusterName", type=text_arg, help="get which cluster"))
 def get_broker_config(session: Session, args: argparse.Namespace) -> Output:
     out = Output(data={})
-    for addr in master_addrs(session, args.brokerAddr, args.clusterName):
-        config = session.admin.get_broker_config(addr)
+    addrs = master_addrs(session, args.brokerAddr, args.clusterName)
+    for addr, config in each_broker(out, addrs, session.admin.get_broker_config):
         out.data[addr] = config
         out.printf("============%s============", addr)
         for key, value in sorted(config.items()):
@@ -122,9 +122,8 @@ def get_broker_config(session: Session, args: argparse.Namespace) -> Output:
          opt("-k", "--key", type=text_arg, required=True, help="config key"),
          opt("-v", "--value", type=text_arg, required=True, help="config value"))
 def update_broker_config(session: Session, args: argparse.Namespace) -> Output:
-    out = Output(data=[])
-    for addr in master_addrs(session, args.brokerAddr, args.clusterName):
-        session.admin.update_broker_config(addr, {args.key: args.value})
-        out.data.append(addr)
-        out.printf("update broker config success, %s", addr)
+    addrs = master_addrs(session, args.brokerAddr, args.clusterName)
+    out = Output(data=addrs)
+    each_broker(out, addrs, lambda addr: session.admin.update_broker_config(addr, {args.key: args.value}),
+                "update broker config success, %s")
     return out

@@ -8,7 +8,8 @@ import datetime
 import os
 import tempfile
 import time
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from rocketmq_tx.admin.output import (
     Output,
@@ -25,6 +26,8 @@ TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 DEFAULT_CONSUME_COUNT = 128
 #: ...and never more than this, so a command's output stays bounded
 MAX_CONSUME_COUNT = 100_000
+
+_T = TypeVar("_T")
 
 
 def int_arg(text: str) -> int:
@@ -59,6 +62,12 @@ def parse_timestamp(text: str) -> int:
     return int(t.timestamp() * 1000)
 
 
+def one_target(addr: str | None, cluster: str | None) -> None:
+    """The commands that take exactly one of -b and -c refuse neither and both."""
+    if bool(addr) == bool(cluster):
+        raise CommandError("exactly one of -b brokerAddr or -c clusterName is required")
+
+
 def master_addrs(session: Session, addr: str | None, cluster: str | None) -> list[str]:
     """-b one broker, or -c every master of the cluster (mqadmin's CommandUtil.fetchMasterAddrByClusterName)."""
     if addr:
@@ -66,6 +75,24 @@ def master_addrs(session: Session, addr: str | None, cluster: str | None) -> lis
     if cluster:
         return session.admin.fetch_master_addr_by_cluster_name(cluster)
     raise CommandError("one of -b brokerAddr or -c clusterName is required")
+
+
+def each_broker(out: Output, addrs: Iterable[str], call: Callable[[str], _T], done: str | None = None,
+                *done_args: Any) -> list[tuple[str, _T]]:
+    """
+    The fan-out of the commands that take -b or -c: *call* on each broker in turn, as
+    mqadmin's loops do (the first failure ends the command, and its output with it).
+
+    :param done: a line printed after each broker's success, a format whose last ``%s`` is
+        the broker's address, after *done_args*.
+    :returns: each broker's address and answer, in order.
+    """
+    answers: list[tuple[str, _T]] = []
+    for addr in addrs:
+        answers.append((addr, call(addr)))
+        if done is not None:
+            out.printf(done, *done_args, addr)
+    return answers
 
 
 def queue_text(mq: MessageQueue) -> str:
@@ -82,8 +109,7 @@ def java_object_text(name: str, fields: dict[str, Any]) -> str:
 
 def all_broker_addrs(session: Session, addr: str | None, cluster: str | None) -> list[str]:
     """-b one broker, or -c every master and slave of the cluster (CommandUtil.fetchMasterAndSlaveAddrByClusterName)."""
-    if bool(addr) == bool(cluster):
-        raise CommandError("exactly one of -b brokerAddr or -c clusterName is required")
+    one_target(addr, cluster)
     if addr:
         return [addr]
     assert cluster is not None

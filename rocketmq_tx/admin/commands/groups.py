@@ -10,6 +10,7 @@ import os
 import time
 
 from rocketmq_tx.admin.commands.common import (
+    each_broker,
     int_arg,
     java_object_text,
     master_addrs,
@@ -58,9 +59,8 @@ def update_sub_group(session: Session, args: argparse.Namespace) -> Output:
             setattr(config, attr, value)
     out = Output()
     addrs = master_addrs(session, args.brokerAddr, args.clusterName)
-    for addr in addrs:
-        session.admin.create_and_update_subscription_group_config(addr, config)
-        out.printf("create subscription group to %s success.", addr)
+    each_broker(out, addrs, lambda addr: session.admin.create_and_update_subscription_group_config(addr, config),
+                "create subscription group to %s success.")
     out.printf("%s", java_object_text("SubscriptionGroupConfig", config.to_json()))
     out.data = {"brokers": addrs, "subscriptionGroupConfig": config.to_json()}
     return out
@@ -74,9 +74,9 @@ def update_sub_group(session: Session, args: argparse.Namespace) -> Output:
 def delete_sub_group(session: Session, args: argparse.Namespace) -> Output:
     out = Output()
     addrs = master_addrs(session, args.brokerAddr, args.clusterName)
-    for addr in addrs:
-        session.admin.delete_subscription_group(addr, args.groupName, args.removeOffset)
-        out.printf("delete subscription group [%s] from broker [%s] success.", args.groupName, addr)
+    each_broker(out, addrs, lambda addr: session.admin.delete_subscription_group(
+        addr, args.groupName, args.removeOffset), "delete subscription group [%s] from broker [%s] success.",
+        args.groupName)
     out.data = {"group": args.groupName, "brokers": addrs}
     return out
 
@@ -142,10 +142,8 @@ def _every_group_progress(session: Session) -> Output:
 def set_consume_mode(session: Session, args: argparse.Namespace) -> Output:
     out = Output()
     addrs = master_addrs(session, args.brokerAddr, args.clusterName)
-    for addr in addrs:
-        session.admin.set_message_request_mode(addr, args.topicName, args.groupName, args.mode,
-                                               args.popShareQueueNum)
-        out.printf("set consume mode to %s success.", addr)
+    each_broker(out, addrs, lambda addr: session.admin.set_message_request_mode(
+        addr, args.topicName, args.groupName, args.mode, args.popShareQueueNum), "set consume mode to %s success.")
     out.printf("topic[%s] group[%s] consume mode[%s] popShareQueueNum[%d]", args.topicName, args.groupName,
                args.mode, args.popShareQueueNum)
     out.data = {"brokers": addrs, "topic": args.topicName, "group": args.groupName, "mode": args.mode,

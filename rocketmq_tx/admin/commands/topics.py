@@ -9,6 +9,7 @@ from typing import Any
 from rocketmq_tx.admin.commands.common import (
     int_arg,
     java_object_text,
+    one_target,
     text_arg,
 )
 from rocketmq_tx.admin.output import (
@@ -104,8 +105,7 @@ def topic_status(session: Session, args: argparse.Namespace) -> Output:
          opt("-u", "--unit", type=java_bool, default=False, help="is unit topic (true|false)"),
          opt("-s", "--hasUnitSub", type=java_bool, default=False, help="has unit sub (true|false)"))
 def update_topic(session: Session, args: argparse.Namespace) -> Output:
-    if bool(args.brokerAddr) == bool(args.clusterName):
-        raise CommandError("exactly one of -b brokerAddr or -c clusterName is required")
+    one_target(args.brokerAddr, args.clusterName)
     flag = (_FLAG_UNIT if args.unit else 0) | (_FLAG_UNIT_SUB if args.hasUnitSub else 0)
     config = TopicConfig(args.topic, args.readQueueNums, args.writeQueueNums, args.perm, topic_sys_flag=flag,
                          order=args.order)

@@ -89,16 +89,23 @@ class HAConnection(protocol.Protocol):
         if offset is None:
             return
         self.slave_ack_offset = offset
+        mine = self.service.store.get_max_phy_offset()
         if self.slave_request_offset < 0:
+            # The first report is where the slave wants the transfer to start; Java 4.9.8 logs it
+            # and takes it unchecked (one beyond our log gets heartbeats at it, and the check
+            # below drops the connection at the slave's next report, within a heartbeat interval).
             self.slave_request_offset = offset
             log.info("slave[{addr}] request offset {offset}", addr=self.client_addr, offset=offset)
-        elif offset > self.service.store.get_max_phy_offset():
+        elif offset > mine:
             # Java drops a slave that claims more than the master holds (a slave of another master)
             log.warn("slave[{addr}] request offset={offset} greater than local commitLog offset={mine}",
-                     addr=self.client_addr, offset=offset, mine=self.service.store.get_max_phy_offset())
+                     addr=self.client_addr, offset=offset, mine=mine)
             self.close()
             return
-        self.service.notify_transfer_some(offset)
+        if offset <= mine:
+            # Java counts a first report beyond its log as acknowledged too, and push2SlaveMaxOffset
+            # never goes down: SYNC_MASTER puts up to that offset would be answered PUT_OK unreplicated.
+            self.service.notify_transfer_some(offset)
         if self.next_transfer_from_where < 0:
             self.next_transfer_from_where = self._first_transfer_offset()
             log.info("master transfer data from {start} to slave[{addr}], and slave request {req}",

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 
+from twisted.internet.address import IPv4Address
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
+from twisted.logger import capturedLogs, formatEvent
 from twisted.test import iosim
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -16,6 +18,7 @@ from rocketmq_tx.broker.ha.client import HAClient, HAClientProtocol
 from rocketmq_tx.broker.ha.master import HAConnection, HAService
 from rocketmq_tx.remoting.ha import FrameDecoder, encode_frame_header, encode_report
 from rocketmq_tx.store.config import BrokerRole
+from rocketmq_tx.store.status import PutMessageStatus
 from rocketmq_tx.store.test.test_ha_append import FILE, files_of, fill, queue_entries
 from rocketmq_tx.store.test.util import open_store, temp_root
 
@@ -142,6 +145,44 @@ class RefusalTests(HATestBase):
         self.assertFalse(transport.disconnecting)
         proto.dataReceived(encode_report(10**12 + 8))
         self.assertTrue(transport.disconnecting)
+
+    def test_first_report_logged_once_per_connection(self) -> None:
+        """The slave's first offset is logged once, with its address (Java's "request offset" line); later ones not."""
+        fill(self.master, 5)
+        end = self.master.get_max_phy_offset()
+        with capturedLogs() as events:
+            for port in (40001, 40002):
+                proto = self.service.buildProtocol(None)
+                proto.makeConnection(StringTransport(peerAddress=IPv4Address("TCP", "10.0.0.7", port)))
+                proto.dataReceived(encode_report(0))
+                proto.dataReceived(encode_report(end) + encode_report(end))
+        lines = [formatEvent(e) for e in events if "request offset" in e.get("log_format", "")]
+        self.assertEqual(lines, ["slave[10.0.0.7:40001] request offset 0", "slave[10.0.0.7:40002] request offset 0"])
+
+    def test_first_report_beyond_master(self) -> None:
+        """
+        A first offset beyond the master's log is taken as Java 4.9.8 takes it (heartbeats at it,
+        no data), dropped at the slave's next report, and never counted as a slave's ack.
+        """
+        fill(self.master, 5)
+        end = self.master.get_max_phy_offset()
+        waiting = self.service.wait_for_slave(end, 3.0)
+        got: list = []
+        waiting.addCallback(got.append)
+        proto = self.service.buildProtocol(None)
+        transport = StringTransport()
+        proto.makeConnection(transport)
+        proto.dataReceived(encode_report(10**12))
+        self.assertEqual((proto.slave_request_offset, proto.next_transfer_from_where), (10**12, 10**12))
+        self.assertEqual(self.service.push2slave_max_offset, 0)
+        self.assertEqual(got, [])
+        self.clock.advance(5.5)
+        self.service.tick()
+        self.assertEqual(transport.value(), encode_frame_header(10**12, 0))
+        self.assertFalse(transport.disconnecting)
+        proto.dataReceived(encode_report(10**12))  # the slave's heartbeat report
+        self.assertTrue(transport.disconnecting)
+        self.assertEqual(got, [PutMessageStatus.FLUSH_SLAVE_TIMEOUT])
 
     def test_slave_drops_gap(self) -> None:
         """A frame that does not start at the slave's end closes the connection."""
