@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 import rocketmq_java as rj
 import txbroker as tb
+import txharness as txh
 
 from rocketmq_tx.admin import cli
 from rocketmq_tx.blocking import BlockingPullClient
@@ -47,11 +48,7 @@ COUNT = 8
 
 def ours(ns: str, *args: str) -> str:
     """Our command's stdout (it must succeed)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = cli.main([*args, "-n", ns, "--timeout", "10"])
-    assert status == 0, (args, err.getvalue())
-    return out.getvalue()
+    return txh.admin_cli(ns, *args)
 
 
 def ours_json(ns: str, *args: str):  # type: ignore[no-untyped-def]

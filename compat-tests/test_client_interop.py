@@ -251,8 +251,8 @@ def test_orderly_push_consumer_under_broker_locks(cluster):
         status, every = ("\n".join(lines) for lines in rj.mqadmin_batch(
             cluster["classpath"], [["consumerStatus", "-n", ns, "-g", group, "-i", client_id],
                                    ["consumerStatus", "-n", ns, "-g", group]], cluster["home"]))
-        mine = _our_cli(ns, "consumerStatus", "-g", group, "-i", client_id)
-        mine_every = _our_cli(ns, "consumerStatus", "-g", group, cwd=cluster["home"].root)
+        mine = txh.admin_cli(ns, "consumerStatus", "-g", group, "-i", client_id)
+        mine_every = txh.admin_cli(ns, "consumerStatus", "-g", group, cwd=cluster["home"].root)
     finally:
         ours.stop()
     facts = _status_facts(status)
@@ -282,26 +282,6 @@ def test_orderly_push_consumer_under_broker_locks(cluster):
         attempts.setdefault(m["body"], []).append(m["attempt"])
     assert {b: a for b, a in attempts.items() if b.endswith(":0")} == {f"k{k}:0": [1, 2] for k in range(4)}
     assert all(a == [1] for b, a in attempts.items() if not b.endswith(":0"))
-
-
-def _our_cli(ns: str, *args: str, cwd: Path | None = None) -> str:
-    """rocketmq-tx-admin's stdout (it must succeed), run in *cwd* (consumerStatus writes files there)."""
-    import contextlib
-    import io
-
-    from rocketmq_tx.admin import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    here = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = cli.main([*args, "-n", ns, "--timeout", "10"])
-    finally:
-        os.chdir(here)
-    assert status == 0, (args, err.getvalue())
-    return out.getvalue()
 
 
 def _status_facts(text: str) -> dict:

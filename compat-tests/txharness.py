@@ -192,3 +192,24 @@ def wait_for_route(namesrv: str, topic: str, timeout: float = 60.0) -> TopicRout
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)  # waiting for the broker's registration, bounded above
+
+
+def admin_cli(ns: str, *args: str, cwd: Path | None = None) -> str:
+    """rocketmq-tx-admin in process: its stdout (it must succeed), run in *cwd* if given
+    (consumerStatus writes files in the working directory, as mqadmin does)."""
+    import contextlib
+    import io
+
+    from rocketmq_tx.admin import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = cli.main([*args, "-n", ns, "--timeout", "10"])
+    finally:
+        os.chdir(here)
+    assert status == 0, (args, err.getvalue())
+    return out.getvalue()
