@@ -4,13 +4,14 @@ transactional one (the half message's SEND_MESSAGE_V2, then END_TRANSACTION comm
 message and the op message), through the broker's own processor table, without the network
 (issue #21's transactional ratio, the broker's share of it).
 
-    python bench/txpath.py [--messages 20000] [--rounds 5] [--profile]
+    python bench/txpath.py [--messages 20000] [--rounds 5] [--profile [--profile-plain]] [--metrics]
 
 A broker controller (ASYNC_FLUSH, Java's default file sizes) on a temp store; 1 KiB bodies
 with the properties the 5.5.0 producer sends (UNIQ_KEY, WAIT, TAGS; and TRAN_MSG, PGROUP for
 a half message). Prints the median µs of process CPU per message for each and their ratio
 (plain / transactional: the broker's best case for the end-to-end ratio). ``--profile``
-adds a cProfile of one transactional round. Run it on two commits, same machine, to compare.
+adds a cProfile of one transactional round (``--profile-plain``: a plain one); ``--metrics``
+runs the broker with its Prometheus counting on (issue #24's cost, in process). Run it on two commits, same machine, to compare.
 """
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ class _Ctx:
         pass
 
 
-def start(root: str) -> tuple[BrokerController, object]:
-    settings = BrokerSettings({"brokerIP1": "127.0.0.1", "brokerName": "broker-a"})
+def start(root: str, metrics: bool = False) -> tuple[BrokerController, object]:
+    keys = {"brokerIP1": "127.0.0.1", "brokerName": "broker-a"}
+    if metrics:
+        keys["metricsExporterType"] = "PROM"
+    settings = BrokerSettings(keys)
     assert not settings.update_from_properties({"storePathRootDir": root})
     controller = BrokerController(settings, _Reactor())
     assert controller.load()
@@ -93,10 +97,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--metrics", action="store_true", help="the broker with metricsExporterType=PROM")
+    parser.add_argument("--profile-plain", action="store_true", help="--profile a plain round instead")
     args = parser.parse_args()
     root = tempfile.mkdtemp(prefix="txpath-")
     try:
-        controller, table = start(root)
+        controller, table = start(root, args.metrics)
         ids, body = UniqueKeyGenerator(), os.urandom(1024)
         run(table, 2000, False, ids, body)  # warm-up: files created, topic auto-created
         run(table, 2000, True, ids, body)
@@ -111,7 +117,7 @@ def main() -> None:
               f"(median of {args.rounds} rounds of {args.messages:,}); plain / transactional = {plain / tx:.3f}")
         if args.profile:
             profile = cProfile.Profile()
-            profile.runcall(run, table, args.messages, True, ids, body)
+            profile.runcall(run, table, args.messages, not args.profile_plain, ids, body)
             pstats.Stats(profile).sort_stats("tottime").print_stats(25)
         controller.shutdown()
     finally:

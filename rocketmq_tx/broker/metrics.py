@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -109,16 +110,18 @@ NORMAL, FIFO, DELAY, TRANSACTION = "normal", "fifo", "delay", "transaction"
 _DELAY_KEYS = ("__STARTDELIVERTIME", "DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
 
 
+_DELAY_SET = frozenset(_DELAY_KEYS)
+
+
 def message_type(props: dict[str, str]) -> str:
     """Java ``BrokerMetricsManager.getMessageType``: what a send's properties make it."""
-    if props.get("TRAN_MSG", "").lower() == "true":
+    tran = props.get("TRAN_MSG")
+    if tran is not None and tran.lower() == "true":
         return TRANSACTION
     if "__SHARDINGKEY" in props:
         return FIFO
-    for key in _DELAY_KEYS:
-        if props.get(key) is not None:
-            return DELAY
-    return NORMAL
+    # one C call over the few keys a message has (values are never None here)
+    return NORMAL if _DELAY_SET.isdisjoint(props) else DELAY
 
 
 def is_system_group(group: str | None) -> bool:
@@ -164,6 +167,8 @@ class BrokerMetrics:
         #: Java's pullOffsetTable: where each queue's last pull ended, (group, topic, queue) -> offset
         self.pull_offsets: dict[tuple[str, str, int], int] = {}
         self._system_topic: dict[str, str] = {}
+        #: (topic, message type) -> (messages_in row, message_size row): message_in's cache
+        self._in_rows: dict[tuple[str, str], tuple[list, list]] = {}
         self.reactor_lag: Callable[[], float] | None = None
         #: set by the service once the store is loaded and recovered
         self.store_ready = False
@@ -185,13 +190,30 @@ class BrokerMetrics:
 
     def message_in(self, topic: str, msg_type: str, msg_num: int, wrote_bytes: int) -> None:
         """A send was stored (Java's SendMessageProcessor: not for retry and DLQ topics)."""
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
-            return
-        key = (topic, msg_type, self._is_system_topic(topic))
-        row = self.messages_in.rows.get(key) or self.messages_in.new_row(key)
+        rows = self._in_rows.get((topic, msg_type))
+        if rows is None:
+            rows = self._message_in_rows(topic, msg_type)
+            if rows is None:
+                return
+        row, size_row = rows
         row[0] += msg_num
         row[1] += wrote_bytes
-        self.message_size.observe(key, wrote_bytes // max(msg_num, 1))
+        size = wrote_bytes // msg_num if msg_num > 1 else wrote_bytes
+        size_row[bisect_left(self.message_size.bounds, size)] += 1
+        size_row[-1] += size
+
+    def _message_in_rows(self, topic: str, msg_type: str) -> tuple[list, list] | None:
+        # The rows of a (topic, type) once found stay the rows (a table never drops one, and
+        # the overflow row is kept too): the hot path is then one dict lookup.
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+            return None
+        if len(self._in_rows) > 4 * self.limit:
+            self._in_rows.clear()
+        key = (topic, msg_type, self._is_system_topic(topic))
+        rows = (self.messages_in.rows.get(key) or self.messages_in.new_row(key),
+                self.message_size.rows.get(key) or self.message_size.new_row(key))
+        self._in_rows[(topic, msg_type)] = rows
+        return rows
 
     def group_commit(self, puts: int) -> None:
         """A SYNC_FLUSH group commit answered *puts* sends at once."""

@@ -7,6 +7,7 @@ Java 5.x's ``NettyRemotingAbstract.writeResponse`` records it (both servers).
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from functools import partial
 
@@ -14,6 +15,7 @@ from prometheus_client.core import Metric
 
 from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS, Family, HistogramTable, bool_label
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_tx.remoting.command import RPC_ONEWAY
 
 __all__ = ["RpcLatency", "RPC_LATENCY", "request_code_desc", "response_code_desc"]
 
@@ -52,7 +54,7 @@ class RpcLatency:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.table = HistogramTable(RPC_LATENCY.name, RPC_LATENCY_BUCKETS, limit, on_capped)
         self.clock = clock
-        self._keys: dict[tuple[int, int, bool, bool], tuple] = {}
+        self._rows: dict[tuple[int, int, bool, int], list] = {}
 
     def rpc_done(self, request: RemotingCommand, response: RemotingCommand | None, started: float,
                  later: bool) -> None:
@@ -63,18 +65,27 @@ class RpcLatency:
         """
         if response is None:
             return
-        elapsed_ms = (self.clock() - started) * 1000.0
+        elapsed_ms = int((self.clock() - started) * 1000.0)
         code = request.code
-        oneway = request.is_oneway
+        oneway = request.flag & RPC_ONEWAY
         k = (code, response.code, later and code in _LONG_POLLING_CODES, oneway)
-        key = self._keys.get(k)
-        if key is None:
-            if len(self._keys) > 4 * self.table.limit:
-                self._keys.clear()
-            key = self._keys[k] = ("remoting", request_code_desc(code), response_code_desc(response.code),
-                                   bool_label(k[2]), "oneway" if oneway else "success")
+        row = self._rows.get(k)
+        if row is None:
+            row = self._row(k)
         # Java records whole milliseconds (Stopwatch.elapsed(MILLISECONDS))
-        self.table.observe(key, int(elapsed_ms))
+        row[bisect_left(RPC_LATENCY_BUCKETS, elapsed_ms)] += 1
+        row[-1] += elapsed_ms
+
+    def _row(self, k: tuple[int, int, bool, int]) -> list:
+        # the histogram row of a raw key, found once: a table never drops a row (the overflow
+        # row included), so the hot path is one dict lookup
+        code, response_code, long_polling, oneway = k
+        if len(self._rows) > 4 * self.table.limit:
+            self._rows.clear()
+        key = ("remoting", request_code_desc(code), response_code_desc(response_code), bool_label(long_polling),
+               "oneway" if oneway else "success")
+        row = self._rows[k] = self.table.rows.get(key) or self.table.new_row(key)
+        return row
 
     def build(self, common: Mapping[str, str]) -> Metric:
         """The family now."""
