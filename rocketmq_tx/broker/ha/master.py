@@ -128,6 +128,13 @@ class HAConnection(protocol.Protocol):
         if self._scheduled is None or not self._scheduled.active():
             self._scheduled = self.service.clock.callLater(0, self._push)
 
+    def push_now(self) -> None:
+        """Push in this turn (the service's one wake-up per turn of puts): a SYNC_MASTER send
+        waits for this push, so it should not wait one more reactor turn for it."""
+        if self._scheduled is not None and self._scheduled.active():
+            self._scheduled.cancel()
+        self._push()
+
     def _push(self) -> None:
         self._scheduled = None
         if self._closed or self._paused or self.next_transfer_from_where < 0:
@@ -272,7 +279,7 @@ class HAService(protocol.ServerFactory):
     def _wake(self) -> None:
         self._wake_scheduled = False
         for conn in list(self.connections):
-            conn.wakeup()
+            conn.push_now()
 
     def tick(self) -> None:
         now = self.clock.seconds()

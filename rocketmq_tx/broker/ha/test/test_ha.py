@@ -110,6 +110,29 @@ class ReplicationTests(HATestBase):
             self.assertEqual(o // FILE, (o + len(b) - 1) // FILE)
             self.assertEqual(b, self.master.commit_log.get_data(o, len(b)))
 
+    def test_put_pushed_in_the_next_turn(self) -> None:
+        """A put's wake-up pushes the new bytes in the very next reactor turn (a SYNC_MASTER send
+        waits for them), not one turn later."""
+        fill(self.master, 10)
+        proto = self.service.buildProtocol(None)
+        transport = StringTransport()
+        proto.makeConnection(transport)
+        self.service.connection_made(proto)
+        proto.dataReceived(encode_report(self.master.get_max_phy_offset()))
+        self.clock.advance(0)
+        transport.clear()
+        start = self.master.get_max_phy_offset()
+        fill(self.master, 1, seed=5)
+        self.service.wakeup_all()
+        # one reactor turn: only the calls scheduled so far run (Clock.advance would run the
+        # calls they schedule too)
+        for call in [c for c in self.clock.getDelayedCalls() if c.getTime() <= self.clock.seconds()]:
+            self.clock.calls.remove(call)
+            call.func(*call.args, **call.kw)
+        frames = FrameDecoder().feed(transport.value())
+        self.assertEqual([o for o, _ in frames], [start])
+        self.assertEqual(start + len(frames[0][1]), self.master.get_max_phy_offset())
+
 
 class RefusalTests(HATestBase):
     def test_master_drops_slave_ahead_of_it(self) -> None:

@@ -41,7 +41,7 @@ class SyncMasterTests(BrokerTestCase):
 
     def connect_slave(self) -> None:
         # a connected slave that never acknowledges (the service only counts and wakes it)
-        self.ha.connections.append(SimpleNamespace(wakeup=lambda: None, tick=lambda now: None))  # type: ignore[arg-type]
+        self.ha.connections.append(SimpleNamespace(push_now=lambda: None, tick=lambda now: None))  # type: ignore[arg-type]
 
     def test_no_slave(self) -> None:
         """No slave connected: SLAVE_NOT_AVAILABLE at once, with the message id (Java's sendOK)."""
