@@ -11,7 +11,8 @@ with the properties the 5.5.0 producer sends (UNIQ_KEY, WAIT, TAGS; and TRAN_MSG
 a half message). Prints the median µs of process CPU per message for each and their ratio
 (plain / transactional: the broker's best case for the end-to-end ratio). ``--profile``
 adds a cProfile of one transactional round (``--profile-plain``: a plain one); ``--metrics``
-runs the broker with its Prometheus counting on (issue #24's cost, in process). Run it on two commits, same machine, to compare.
+runs the broker with its Prometheus counting on (issue #24's cost, in process). Run it on
+two commits, same machine, to compare.
 """
 
 from __future__ import annotations
