@@ -2,15 +2,16 @@
 """
 How Java prints numbers where our texts must read the same as Java's: ``Double.toString``
 (SQL92 error texts, the runtime info's rates), ``String.format("%.Nf")`` and RocketMQ's
-``MixAll.humanReadableByteCount``.
+``MixAll.humanReadableByteCount``; and ``UtilAll.timeMillisToHumanString``.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["double_to_string", "format_fixed", "human_readable_byte_count"]
+__all__ = ["double_to_string", "format_fixed", "human_readable_byte_count", "time_millis_to_human_string"]
 
 
 def double_to_string(value: float) -> str:
@@ -55,3 +56,9 @@ def human_readable_byte_count(count: int, si: bool = False) -> str:
     exp = int(math.log(count) / math.log(unit))
     prefix = ("kMGTPE" if si else "KMGTPE")[exp - 1] + ("" if si else "i")
     return f"{format_fixed(count / math.pow(unit, exp), 1)} {prefix}B"
+
+
+def time_millis_to_human_string(ms: int) -> str:
+    """``UtilAll.timeMillisToHumanString``: local time as ``yyyyMMddHHmmssSSS`` (index file
+    names, ``ProcessQueueInfo.toString``)."""
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(ms / 1000)) + f"{ms % 1000:03d}"

@@ -28,6 +28,7 @@ from typing import Any
 
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.common.fastjson import ObjectKey
+from rocketmq_tx.common.javatext import time_millis_to_human_string
 from rocketmq_tx.common.message import MessageQueue
 from rocketmq_tx.common.route import DataVersion, TopicConfig
 from rocketmq_tx.common.subscription import SubscriptionGroupConfig
@@ -430,12 +431,6 @@ class ConsumerConnection:
                    text("consumeType"), text("messageModel"), text("consumeFromWhere"))
 
 
-def _java_millis_text(ms: int) -> str:
-    """``UtilAll.timeMillisToHumanString``: local time as ``yyyyMMddHHmmssSSS``."""
-    t = datetime.fromtimestamp(ms / 1000)
-    return t.strftime("%Y%m%d%H%M%S") + f"{t.microsecond // 1000:03d}"
-
-
 def _java_text(value: Any) -> str:
     # a JSON value as Java's String.valueOf prints it (booleans lower case)
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -513,7 +508,7 @@ def process_queue_text(pq: Mapping[str, Any]) -> str:
         return _java_text(pq.get(key, 0))
 
     def t(key: str) -> str:
-        return _java_millis_text(int(pq.get(key, 0)))
+        return time_millis_to_human_string(int(pq.get(key, 0)))
     return (f"ProcessQueueInfo [commitOffset={v('commitOffset')}, cachedMsgMinOffset={v('cachedMsgMinOffset')}, "
             f"cachedMsgMaxOffset={v('cachedMsgMaxOffset')}, cachedMsgCount={v('cachedMsgCount')}, "
             f"cachedMsgSizeInMiB={v('cachedMsgSizeInMiB')}, transactionMsgMinOffset={v('transactionMsgMinOffset')}, "

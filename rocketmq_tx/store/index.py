@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable
 from functools import lru_cache
 from operator import mul as _mul
 
+from rocketmq_tx.common.javatext import time_millis_to_human_string
 from rocketmq_tx.common.message import KEY_SEPARATOR
 from rocketmq_tx.common.messagecodec import java_string_hash
 from rocketmq_tx.common.native import speedups
@@ -262,11 +262,6 @@ class IndexFile:
         self.mapped_file.close()
 
 
-def _file_time_name(ms: int) -> str:
-    t = time.localtime(ms / 1000)
-    return time.strftime("%Y%m%d%H%M%S", t) + f"{ms % 1000:03d}"
-
-
 class IndexService:
     """The index files of ``<root>/index`` (Java ``IndexService``)."""
 
@@ -306,11 +301,11 @@ class IndexService:
         end_ts = prev.end_timestamp if prev else 0
         os.makedirs(self.store_path, exist_ok=True)
         ms = self.now_ms()
-        name = _file_time_name(ms)
+        name = time_millis_to_human_string(ms)
         taken = {os.path.basename(f.path) for f in self.files}  # once: a stopped clock rolls many in one ms
         while name in taken:
             ms += 1
-            name = _file_time_name(ms)
+            name = time_millis_to_human_string(ms)
         f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num,
                       end_phy, end_ts)
         if prev is not None:
