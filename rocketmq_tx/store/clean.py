@@ -34,17 +34,25 @@ LMQ_PREFIX = "%LMQ%"
 MANUAL_DELETE_TIMES = 20
 
 
-def disk_used_ratio(path: str) -> float:
-    """Java ``UtilAll.getDiskPartitionSpaceUsedPercent``: used fraction of *path*'s disk, -1 if unknown."""
+def _disk_space(path: str) -> tuple[int, int, int] | None:
+    """*path*'s file system as (total, free, available to us) bytes; ``None`` if unknown.
+    Free counts the blocks reserved for root, as Java's ``File.getFreeSpace`` (f_bfree)."""
     try:
         st = os.statvfs(path)
     except OSError:
-        return -1.0
+        return None
     total = st.f_blocks * st.f_frsize
     if total <= 0:
+        return None
+    return total, st.f_bfree * st.f_frsize, st.f_bavail * st.f_frsize
+
+
+def disk_used_ratio(path: str) -> float:
+    """Java ``UtilAll.getDiskPartitionSpaceUsedPercent``: used fraction of *path*'s disk, -1 if unknown."""
+    space = _disk_space(path)
+    if space is None:
         return -1.0
-    # Java's File.getFreeSpace counts the blocks reserved for root as free (f_bfree).
-    free = st.f_bfree * st.f_frsize
+    total, free, _ = space
     return (total - free) / total
 
 
@@ -53,15 +61,12 @@ def disk_partition_used_percent(path: str) -> float:
     Java 4.9.8 / 5.x ``UtilAll.getDiskPartitionSpaceUsedPercent`` as the runtime info shows it:
     used / (used + available to us), rounded up to hundredths; -1 if *path* does not exist.
     """
-    try:
-        st = os.statvfs(path)
-    except OSError:
+    space = _disk_space(path)
+    if space is None:
         return -1.0
-    total = st.f_blocks * st.f_frsize
-    if total <= 0:
-        return -1.0
-    used = total - st.f_bfree * st.f_frsize
-    entire = used + st.f_bavail * st.f_frsize
+    total, free, available = space
+    used = total - free
+    entire = used + available
     if entire <= 0:
         return -1.0
     # integer arithmetic, as Java's: the percentage rounded up, then as a fraction
