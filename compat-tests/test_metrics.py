@@ -25,12 +25,13 @@ import javaharness as jh
 import pytest
 import rocketmq_java as rj
 import txbroker as txb
-from prometheus_client.parser import text_string_to_metric_families
 
 from rocketmq_tx.blocking import BlockingConnection
 from rocketmq_tx.common import fastjson
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.api import ConsumerData, HeartbeatData, SubscriptionData
+from rocketmq_tx.testing.metrics import families as parse_families
+from rocketmq_tx.testing.metrics import sample_total as total
 
 pytestmark = pytest.mark.compat
 
@@ -61,15 +62,7 @@ def scrape(url: str) -> dict:
     """name -> family, parsed by prometheus_client."""
     status, text = _get(url)
     assert status == 200, (url, status, text[:200])
-    return {f.name: f for f in text_string_to_metric_families(text)}
-
-
-def total(families: dict, name: str, sample: str | None = None, **labels: str) -> float:
-    family = families.get(name)
-    if family is None:
-        return 0.0
-    return sum(s.value for s in family.samples
-               if (sample is None or s.name == sample) and all(s.labels.get(k) == v for k, v in labels.items()))
+    return parse_families(text)
 
 
 def poll(read: Callable[[], float], want: float, what: str, timeout: float = 60.0) -> float:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet.defer import Deferred
 
 from rocketmq_tx.broker import metrics as broker_metrics
@@ -15,6 +14,8 @@ from rocketmq_tx.config import ConfigError
 from rocketmq_tx.metrics.core import render
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.headers.client import ConsumerSendMsgBackRequestHeader
+from rocketmq_tx.testing.metrics import families as parse_families
+from rocketmq_tx.testing.metrics import sample_total as value
 
 
 def scrape(metrics: BrokerMetrics) -> dict:
@@ -24,15 +25,8 @@ def scrape(metrics: BrokerMetrics) -> dict:
     families: list = []
     d.addCallback(families.extend)
     metrics.controller.reactor.advance(0)  # the sliced lag work
-    return {f.name: f for f in text_string_to_metric_families(render(families).decode())}
+    return parse_families(render(families).decode())
 
-
-def value(families: dict, name: str, sample: str | None = None, **labels: str) -> float:
-    family = families.get(name)
-    if family is None:
-        return 0.0
-    return sum(s.value for s in family.samples
-               if (sample is None or s.name == sample) and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
 class MetricsCountTests(PullTestCase):
@@ -140,7 +134,7 @@ class MetricsCountTests(PullTestCase):
         self.reactor.advance(0)
         text = render(self.successResultOf(d)).decode()
         self.assertEqual(text.count("# TYPE rocketmq_consumer_lag_messages gauge"), 1)
-        families = {f.name: f for f in text_string_to_metric_families(text)}
+        families = parse_families(text)
         self.assertEqual(sorted(s.labels["topic"] for s in families["rocketmq_consumer_lag_messages"].samples),
                          ["T0", "T1", "T2"])
 
