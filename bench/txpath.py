@@ -119,7 +119,7 @@ def main() -> None:
         if args.profile:
             profile = cProfile.Profile()
             profile.runcall(run, table, args.messages, not args.profile_plain, ids, body)
-            pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+            pstats.Stats(profile).sort_stats("tottime").print_stats(int(os.environ.get("NSTATS", "25")))
         controller.shutdown()
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -232,7 +232,8 @@ def mean_of_rounds(runs: list[dict]) -> dict:
 
 
 def median_of_rounds(runs: list[dict]) -> dict:
-    """The figures ACL_ROWS reads, medians over rounds (failures summed); an error if any round failed."""
+    """The figures ACL_ROWS and METRICS_ROWS read, medians over rounds (failures summed); an error
+    if any round failed."""
     failed = [r for r in runs if "error" in r]
     if failed:
         return failed[0]
@@ -250,6 +251,10 @@ def median_of_rounds(runs: list[dict]) -> dict:
                             "response_failed": sum(s["response_failed"] for s in sends),
                             **{k: median([s.get(k) for s in sends])
                                for k in ("broker_cpu_us_per_msg", "producer_cpu_us_per_msg")}}
+    # --metrics: SendLatency's percentiles and the scraper's figures (METRICS_ROWS reads them)
+    for part in ("latency_64", "scraper"):
+        if all(part in r for r in runs):
+            out[part] = {k: median([r[part].get(k) for r in runs]) for k in runs[0][part]}
     return out
 
 
