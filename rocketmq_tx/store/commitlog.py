@@ -467,6 +467,26 @@ class CommitLog:
             return None
         return f.read(pos, size)
 
+    def get_record(self, offset: int) -> bytes | None:
+        """
+        The record at physical *offset*, its length read from its TOTALSIZE (one file lookup
+        for both reads: END_TRANSACTION reads its half message this way), or ``None`` if that
+        file is gone or the length is not a record's.
+        """
+        f = self.mapped_file_queue.find_mapped_file_by_offset(offset, offset == 0)
+        if f is None:
+            return None
+        pos = offset - f.file_from_offset
+        if pos < 0 or pos + 4 > f.wrote_position:
+            return None
+        head = f.read(pos, 4)
+        if head is None:
+            return None
+        size = int.from_bytes(head, "big", signed=True)
+        if size <= 0 or pos + size > f.wrote_position:
+            return None
+        return f.read(pos, size)
+
     def pickup_store_timestamp(self, offset: int, size: int) -> int:
         data = self.get_message(offset, size)
         if data is None or len(data) < 64:

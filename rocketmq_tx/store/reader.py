@@ -319,12 +319,7 @@ class StoreReader:
     def select_one_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
         """The raw record at a physical offset (size read from the record when not given)."""
         if size is None:
-            head = self.commit_log.get_message(commit_log_offset, 4)
-            if head is None:
-                return None
-            size = int.from_bytes(head, "big", signed=True)
-            if size <= 0:
-                return None
+            return self.commit_log.get_record(commit_log_offset)
         return self.commit_log.get_message(commit_log_offset, size)
 
     def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> MessageExt | None:

@@ -268,6 +268,24 @@ class SendMessageTests(BrokerTestCase):
         self.assertEqual(self.send().code, ResponseCode.SUCCESS)
 
 
+class PutSettleTests(BrokerTestCase):
+    """BrokerController.put_message: a put with nothing to wait for is answered at once and has
+    what the waiting path gives it (the topic's put figures, the slaves woken, the put timed)."""
+
+    def test_nothing_to_wait_for(self) -> None:
+        ha = self.controller.ha_service
+        assert ha is not None  # a master has one, slaves connected or not
+        woken: list[None] = []
+        self.patch(ha, "wakeup_all", lambda: woken.append(None))
+        timed: list[tuple[int, bool]] = []
+        self.patch(self.store.store_stats_service, "put_time", lambda ms, ok=True: timed.append((ms, ok)))
+        self.reactor.advance(0.0004)  # mid-millisecond: the put's time is whole milliseconds apart
+        response = self.send(queue_id=0)
+        self.assertEqual(response.code, ResponseCode.SUCCESS)
+        self.assertEqual((len(woken), timed), (1, [(0, True)]))
+        self.assertEqual(self.controller.stats.put_total, 1)
+
+
 class AutoCreateOffTests(BrokerTestCase):
     keys = {"autoCreateTopicEnable": False}
 

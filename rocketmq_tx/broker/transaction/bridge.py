@@ -161,5 +161,18 @@ class TransactionalMessageBridge:
 
     def put_op_message(self, half: MessageExt) -> bool:
         """Java ``putOpMessage(msg, REMOVETAG)``: record that *half* is resolved."""
-        op = op_message(half, self.ids.create_uniq_id(), self.controller.now_ms(), self.store_host)
-        return self.put_ok(op)
+        controller = self.controller
+        op = op_message(half, self.ids.create_uniq_id(), controller.now_ms(), self.store_host)
+        # put and put_ok, inlined (one op message per END_TRANSACTION)
+        try:
+            result = controller.put_message(op, stats=False)
+        except Exception:
+            log.exception("put to %s failed", op.topic)
+            result = None
+        if result.__class__ is not PutMessageResult:
+            result = None  # the put raised (a Deferred cannot come: WAIT false never waits)
+        elif result.status is PutMessageStatus.PUT_OK:
+            return True
+        log.error("put message failed, topic: %s, queueId: %d, status: %s", op.topic, op.queue_id,
+                  None if result is None else result.status.name)
+        return False

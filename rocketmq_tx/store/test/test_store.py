@@ -60,6 +60,22 @@ class PutGetTests(SynchronousTestCase):
         self.assertEqual(CQ_ENTRY.unpack_from(data, 20),
                          (r.append_result.wrote_offset, len(raw), java_string_hash("TagB")))
 
+    def test_record_by_offset_alone(self) -> None:
+        """A read without a size takes TOTALSIZE from the record: the whole record, nothing past
+        it; an offset past the written end, or mid-record where TOTALSIZE is no length, reads nothing."""
+        first = self.store.put_message(message(tags="TagA")).append_result
+        second = self.store.put_message(message(tags="TagB", body=b"second")).append_result
+        for a in (first, second):
+            raw = self.store.select_one_message_by_offset(a.wrote_offset)
+            self.assertEqual(raw, self.store.select_one_message_by_offset(a.wrote_offset, a.wrote_bytes))
+            self.assertEqual(len(raw), a.wrote_bytes)
+        end = second.wrote_offset + second.wrote_bytes
+        self.assertIsNone(self.store.select_one_message_by_offset(end))
+        self.assertIsNone(self.store.select_one_message_by_offset(end - 2))  # 4 bytes would pass the end
+        self.assertIsNone(self.store.select_one_message_by_offset(second.wrote_offset + 4))  # MAGICCODE: < 0
+        self.assertIsNone(self.store.select_one_message_by_offset(second.wrote_offset - 4))  # past the end
+        self.assertEqual(self.store.look_message_by_offset(second.wrote_offset).body, b"second")
+
     def test_queue_offsets_per_queue(self) -> None:
         for i in range(10):
             r = self.store.put_message(message(queue_id=i % 3))
