@@ -127,6 +127,7 @@ def _java_int(text: str, base: int = 10) -> int:
     return int(text, base)
 
 
+@functools.lru_cache(maxsize=4096)  # every request asks; a connection's peer text never changes
 def remote_host(peer: str) -> str:
     """
     The host part of ``host:port`` as Java's ``parseChannelRemoteAddr`` gives it: an

@@ -8,8 +8,8 @@ import pickle
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from rocketmq_tx.acl import AclClientRPCHook, AclError, SessionCredentials, credentials_from, sign
-from rocketmq_tx.acl.signing import Signer, calc_signature, content_to_sign, java_sorted
+from rocketmq_tx.acl import AclClientRPCHook, AclError, SessionCredentials, credentials_from, sign, signing
+from rocketmq_tx.acl.signing import Signer, calc_signature, content_to_sign, fields_content, java_sorted
 from rocketmq_tx.remoting import RemotingCommand, RequestCode
 
 PULL_EXT = {"consumerGroup": "group", "topic": "topic", "queueId": "1", "queueOffset": "2", "maxMsgNums": "32",
@@ -61,6 +61,41 @@ class ContentTests(SynchronousTestCase):
 
     def test_lone_surrogate_is_question_mark(self) -> None:
         self.assertEqual(content_to_sign({"a": "x\ud800y"}), b"x?y")
+
+
+class FieldsContentPlanTests(SynchronousTestCase):
+    """fields_content sorts each header shape once; the content must not depend on that."""
+
+    def setUp(self) -> None:
+        signing._PLANS.clear()
+        self.addCleanup(signing._PLANS.clear)
+
+    def test_same_shape_new_values(self) -> None:
+        for i in range(3):
+            ext = {"b": f"b{i}", "a": f"a{i}", "Signature": "s", "\U0001F600": "x", "\uff5e": f"y{i}"}
+            self.assertEqual(fields_content(ext), f"a{i}b{i}xy{i}".encode())  # Java: U+1F600 (D83D) < U+FF5E
+        self.assertEqual(len(signing._PLANS), 1)
+
+    def test_shapes_differ_by_order_exclusion_and_size(self) -> None:
+        self.assertEqual(fields_content({"b": "2", "a": "1"}), b"12")
+        self.assertEqual(fields_content({"a": "1", "b": "2"}), b"12")  # another arrival order, same content
+        self.assertEqual(fields_content({"a": "1"}), b"1")  # one value: not itemgetter's bare value
+        self.assertEqual(fields_content({"Signature": "s"}), b"")
+        self.assertEqual(fields_content({}), b"")
+        ext = {"a": "1", "_UNIQUE_KEY_QUERY": "true"}
+        self.assertEqual(fields_content(ext, ("_UNIQUE_KEY_QUERY",)), b"1")
+        self.assertEqual(fields_content(ext, ["_UNIQUE_KEY_QUERY"]), b"1")  # any iterable
+        self.assertEqual(fields_content(ext), b"true1")
+        self.assertEqual(fields_content({"a": None, "b": "2"}), b"null2")
+
+    def test_bounded(self) -> None:
+        for i in range(signing.MAX_PLANS + 5):
+            self.assertEqual(fields_content({f"k{i}": "v"}), b"v")
+        self.assertLessEqual(len(signing._PLANS), signing.MAX_PLANS)
+        wide = {f"k{i:03}": str(i % 10) for i in range(signing.MAX_PLAN_KEYS + 1)}
+        signing._PLANS.clear()
+        self.assertEqual(fields_content(wide), "".join(str(i % 10) for i in range(len(wide))).encode())
+        self.assertEqual(signing._PLANS, {})  # too many keys to remember
 
 
 class SignatureTests(SynchronousTestCase):
