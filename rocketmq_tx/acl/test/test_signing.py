@@ -23,7 +23,7 @@ JAVA_VECTORS = [
     # AclClientRPCHookTest's pull header
     (RequestCode.PULL_MESSAGE, PULL_EXT, b"", "ak", "12345678", None, "PZrbkc6auZTq1b8vJ0hWjMCIuus="),
     (RequestCode.PULL_MESSAGE, PULL_EXT, b"", "ak", "12345678", "tok", "tc1uu0h469wvUNrDFd2O5Eg9Cmk="),
-    # Java orders U+FF5E before U+1F600 (a surrogate pair, 0xD83D...); code points would not
+    # Java orders U+1F600 (a surrogate pair, 0xD83D...) before U+FF5E; code points would not
     (RequestCode.SEND_MESSAGE_V2, {"k": "中文é", "\U0001F600": "x", "\uff5e": "y"}, b"\x00\xff", "RocketMQ",
      "12345678", None, "qTlX3vy2g89xJkorJ/s+u4M/CEE="),
     (RequestCode.HEART_BEAT, {}, b'{"clientID":"c"}', "RocketMQ", "s\u00e9cr\u00e8t-\u4e2d", None,
