@@ -163,10 +163,11 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         result = self.processors.dispatch(self, request)
         if request.flag & RPC_ONEWAY:
             return
-        if isinstance(result, Deferred):
-            result.addCallback(self._send_response, request)
-        else:
+        # the plain answer first: isinstance(result, Deferred) is ABCMeta's check (an Awaitable)
+        if result is None or result.__class__ is RemotingCommand or not isinstance(result, Deferred):
             self._send_response(result, request)
+        else:
+            result.addCallback(self._send_response, request)
 
     def _send_response(self, response: RemotingCommand | None, request: RemotingCommand) -> None:
         if response is None or not self.connected:
