@@ -164,7 +164,7 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         if request.flag & RPC_ONEWAY:
             return
         # the plain answer first: isinstance(result, Deferred) is ABCMeta's check (an Awaitable)
-        if result is None or result.__class__ is RemotingCommand or not isinstance(result, Deferred):
+        if result is None or type(result) is RemotingCommand or not isinstance(result, Deferred):
             self._send_response(result, request)
         else:
             result.addCallback(self._send_response, request)
