@@ -84,9 +84,11 @@ def _signed_keys(keys: Iterable[str], exclude: Iterable[str]) -> list[str]:
 #: sorts each shape once instead of on every request.
 _PLANS: dict[tuple[tuple[str, ...], tuple[str, ...]], Callable[[Mapping[str, str | None]], tuple[Any, ...]]] = {}
 #: Shapes remembered (a client inventing new keys only makes the cache start again), and
-#: the most keys a remembered shape may have (more are sorted every time).
+#: the most keys and key characters a remembered shape may have (a larger one is sorted every
+#: time): the cache holds the key strings, so the bounds keep it to a few MiB whatever peers send.
 MAX_PLANS = 1024
 MAX_PLAN_KEYS = 64
+MAX_PLAN_KEY_CHARS = 2048
 
 
 def _plan(keys: tuple[str, ...], exclude: tuple[str, ...]) -> Callable[[Mapping[str, str | None]], tuple[Any, ...]]:
@@ -96,7 +98,7 @@ def _plan(keys: tuple[str, ...], exclude: tuple[str, ...]) -> Callable[[Mapping[
     else:  # itemgetter of one key gives the value, not a tuple
         def getter(fields: Mapping[str, str | None], signed: list[str] = signed) -> tuple[Any, ...]:
             return tuple(fields[k] for k in signed)
-    if len(keys) <= MAX_PLAN_KEYS:
+    if len(keys) <= MAX_PLAN_KEYS and sum(map(len, keys)) + sum(map(len, exclude)) <= MAX_PLAN_KEY_CHARS:
         if len(_PLANS) >= MAX_PLANS:
             _PLANS.clear()
         _PLANS[keys, exclude] = getter

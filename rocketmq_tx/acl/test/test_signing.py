@@ -96,6 +96,9 @@ class FieldsContentPlanTests(SynchronousTestCase):
         signing._PLANS.clear()
         self.assertEqual(fields_content(wide), "".join(str(i % 10) for i in range(len(wide))).encode())
         self.assertEqual(signing._PLANS, {})  # too many keys to remember
+        long_keys = {"k" * (signing.MAX_PLAN_KEY_CHARS // 2): "1", "m" * (signing.MAX_PLAN_KEY_CHARS // 2 + 1): "2"}
+        self.assertEqual(fields_content(long_keys), b"12")
+        self.assertEqual(signing._PLANS, {})  # keys too long to hold on to
 
 
 class SignatureTests(SynchronousTestCase):
