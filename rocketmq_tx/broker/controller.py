@@ -546,15 +546,18 @@ class BrokerController:
 
 def defer_both(flushed: PutMessageResult | Deferred, replica: Deferred, result: PutMessageResult) -> Deferred:
     """The put's result once both its flush and its replication are settled."""
-    d = flushed if isinstance(flushed, Deferred) else succeed(flushed)
+    if flushed.__class__ is PutMessageResult:
+        # Nothing to wait for on the disk (ASYNC_FLUSH): the replica's own Deferred, without
+        # the chained one below, which costs a SYNC_MASTER put several microseconds more.
+        return replica.addCallback(_replica_status, result)
+    return flushed.addCallback(lambda _: replica.addCallback(_replica_status, result))  # type: ignore[union-attr]
 
-    def combine(_: Any) -> Deferred:
-        def apply(status: PutMessageStatus) -> PutMessageResult:
-            if status is not PutMessageStatus.PUT_OK:
-                result.status = status
-            return result
-        return replica.addCallback(apply)
-    return d.addCallback(combine)
+
+def _replica_status(status: PutMessageStatus, result: PutMessageResult) -> PutMessageResult:
+    # Java's thenCombine: the flush's status stands unless the replication's is not PUT_OK
+    if status is not PutMessageStatus.PUT_OK:
+        result.status = status
+    return result
 
 
 def _runtime_text(ms: int) -> str:

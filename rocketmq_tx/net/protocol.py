@@ -37,12 +37,29 @@ from rocketmq_tx.remoting import (
     encode_command,
 )
 
-__all__ = ["RemotingProtocol", "DEFAULT_IDLE_TIMEOUT"]
+__all__ = ["RemotingProtocol", "DEFAULT_IDLE_TIMEOUT", "flush_late_answers"]
 
 #: Java's ``serverChannelMaxIdleTimeSeconds`` / ``clientChannelMaxIdleTimeSeconds``.
 DEFAULT_IDLE_TIMEOUT = 120.0
 
 log = Logger()
+
+#: connections holding an answer written after their read (a Deferred's: a SYNC_MASTER put
+#: acknowledged by a slave, a long poll): sent by flush_late_answers
+_late_answered: set[RemotingProtocol] = set()
+
+
+def flush_late_answers() -> None:
+    """
+    Send the late answers now, one write per connection, rather than at each connection's
+    next writable event. Whoever fires many answers at once (the HA service, on a slave's
+    ack) calls it after them; otherwise the reactor's next turn does.
+    """
+    late = list(_late_answered)
+    _late_answered.clear()
+    for proto in late:
+        if proto._flush_now is not None and proto.connected:
+            proto._flush_now()
 
 
 @implementer(IRemotingContext)
@@ -82,6 +99,7 @@ class RemotingProtocol(Protocol, TimeoutMixin):
         self.on_close: Deferred = Deferred()
         self._flush_now: Callable[[], None] | None = None
         self._answered = False
+        self._reading = False
 
     def callLater(self, period: float, func: Callable[[], object]) -> IDelayedCall:
         """TimeoutMixin schedules through this: on our clock, not the global reactor."""
@@ -114,11 +132,15 @@ class RemotingProtocol(Protocol, TimeoutMixin):
             self._protocol_error(e, answered=False)
             return
         self._answered = False
-        for cmd in commands:
-            if cmd.flag & RPC_TYPE_RESPONSE:
-                self._response_received(cmd)
-            else:
-                self._request_received(cmd)
+        self._reading = True
+        try:
+            for cmd in commands:
+                if cmd.flag & RPC_TYPE_RESPONSE:
+                    self._response_received(cmd)
+                else:
+                    self._request_received(cmd)
+        finally:
+            self._reading = False
         if self._answered:
             self._write_answers()
         # Frames that arrived intact before bad bytes in the same read are answered first.
@@ -185,6 +207,10 @@ class RemotingProtocol(Protocol, TimeoutMixin):
             return
         self.transport.write(frame)
         self._answered = True
+        if not self._reading and self._flush_now is not None:
+            if not _late_answered:
+                self.clock.callLater(0, flush_late_answers)
+            _late_answered.add(self)
 
     # -- requests to the peer ---------------------------------------------------
 

@@ -20,11 +20,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, tcp
+from twisted.internet.abstract import FileDescriptor
 from twisted.internet.interfaces import IListeningPort, IProtocolFactory, IStreamServerEndpoint
 from twisted.internet.posixbase import PosixReactorBase
 from zope.interface import implementer
 
-__all__ = ["ImmediateWrite", "ImmediateWriteServer", "ImmediateWritePort", "ServerEndpoint"]
+__all__ = ["ImmediateWrite", "ImmediateWriteServer", "ImmediateWritePort", "ServerEndpoint", "write_now"]
 
 
 if TYPE_CHECKING:
@@ -71,6 +72,16 @@ class ImmediateWrite(_Transport):
         """
         if self._unflushed and self.connected and not self.disconnecting and not self._half_closing:
             self.doWrite()
+
+
+def write_now(transport: object) -> None:
+    """
+    :meth:`ImmediateWrite.flush_now` for a connection of Twisted's own class (a client's,
+    made by an endpoint): send what is buffered now. A transport that is no socket (tests'
+    fakes), or is closing, is left to the reactor, as is a write error.
+    """
+    if isinstance(transport, FileDescriptor) and transport.connected and not transport.disconnecting:
+        transport.doWrite()
 
 
 class ImmediateWriteServer(ImmediateWrite, tcp.Server):

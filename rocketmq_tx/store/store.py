@@ -337,13 +337,16 @@ class DefaultMessageStore:
 
     # ------------------------------------------------------------------ slave (HA)
 
-    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool:
+    def append_to_commit_log(self, start_offset: int, data: bytes, dispatch: bool = True) -> bool:
         """
         A slave's append of the CommitLog bytes its master pushed (Java
         ``appendToCommitLog``), then the dispatch of every record they complete (Java's
         ReputMessageService on a slave). *data* is one HA batch (32 KiB by default), so the
         work per call is bounded.
 
+        :param dispatch: ``False``: the append only; the caller dispatches later with
+            :meth:`dispatch_appended` (the HA client reports the append to its master first,
+            as Java's does, whose dispatch runs on another thread).
         :return: ``False`` when the bytes do not continue this log (nothing written).
         """
         if self.shutdown_flag:
@@ -356,8 +359,16 @@ class DefaultMessageStore:
             except OSError as e:
                 log.error("HA append: cannot create a mapped file: %s", e)
                 return False
-            self.reput()
+            if dispatch:
+                self.reput()
         return True
+
+    def dispatch_appended(self) -> None:
+        """Dispatch what :meth:`append_to_commit_log` appended with ``dispatch=False``."""
+        if self.shutdown_flag:
+            return
+        with self.put_lock:
+            self.reput()
 
     def reput(self) -> None:
         """

@@ -16,6 +16,7 @@ from twisted.internet import protocol
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.logger import Logger
 
+from rocketmq_tx.net.transport import write_now
 from rocketmq_tx.remoting.ha import FrameDecoder, HAProtocolError, encode_report
 from rocketmq_tx.store import DefaultMessageStore
 
@@ -57,26 +58,34 @@ class HAClientProtocol(protocol.Protocol):
             log.error("HAClient: {error}; closing the connection to the master", error=e)
             self.close()
             return
-        for master_offset, body in frames:
-            slave_offset = store.get_max_phy_offset()
-            if slave_offset != 0 and slave_offset != master_offset:
-                log.error("master pushed offset not equal the max phy offset in slave, SLAVE: {slave} MASTER: "
-                          "{master}", slave=slave_offset, master=master_offset)
-                self.close()
-                return
-            if not store.append_to_commit_log(master_offset, body):
-                log.error("HAClient: cannot append {n} bytes at {offset}; closing the connection",
-                          n=len(body), offset=master_offset)
-                self.close()
-                return
-        self.report_plus()
+        try:
+            for master_offset, body in frames:
+                slave_offset = store.get_max_phy_offset()
+                if slave_offset != 0 and slave_offset != master_offset:
+                    log.error("master pushed offset not equal the max phy offset in slave, SLAVE: {slave} MASTER: "
+                              "{master}", slave=slave_offset, master=master_offset)
+                    self.close()
+                    return
+                if not store.append_to_commit_log(master_offset, body, dispatch=False):
+                    log.error("HAClient: cannot append {n} bytes at {offset}; closing the connection",
+                              n=len(body), offset=master_offset)
+                    self.close()
+                    return
+            if self.report_plus():
+                # The ack leaves before the dispatch below: a SYNC_MASTER's sends wait for it, and
+                # Java's slave acknowledges the append too, its dispatch on another thread.
+                write_now(self.transport)
+        finally:
+            store.dispatch_appended()  # what was appended, even when a frame is refused
 
-    def report_plus(self) -> None:
-        """Java ``reportSlaveMaxOffsetPlus``: report when the log grew."""
+    def report_plus(self) -> bool:
+        """Java ``reportSlaveMaxOffsetPlus``: report when the log grew; ``True`` if it did."""
         current = self.client.store.get_max_phy_offset()
         if current > self.current_reported_offset:
             self.current_reported_offset = current
             self.report(current)
+            return True
+        return False
 
     def tick(self, now: float) -> None:
         cfg = self.client.store.config

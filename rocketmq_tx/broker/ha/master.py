@@ -21,6 +21,7 @@ from twisted.internet.interfaces import IPushProducer
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from rocketmq_tx.net.protocol import flush_late_answers
 from rocketmq_tx.remoting.ha import ReportDecoder, encode_frame_header
 from rocketmq_tx.store import DefaultMessageStore
 from rocketmq_tx.store.status import PutMessageStatus
@@ -57,6 +58,8 @@ class HAConnection(protocol.Protocol):
         self._paused = False
         self._scheduled: Any = None
         self._closed = False
+        #: the transport's flush_now (our HA port's connections have it; test transports do not)
+        self._flush_now: Any = None
         #: bytes pushed in all, and in the last whole second (5.x's transferredByteInSecond)
         self.transferred = 0
         self.transferred_in_second = 0
@@ -70,6 +73,7 @@ class HAConnection(protocol.Protocol):
         if set_tcp_nodelay is not None:
             set_tcp_nodelay(True)  # as Java's: small reports must not wait
         self.transport.registerProducer(self, True)  # type: ignore[attr-defined]  # a TCP transport
+        self._flush_now = getattr(self.transport, "flush_now", None)
         self.service.connection_made(self)
         log.info("HAService receive new connection, {addr}", addr=self.client_addr)
 
@@ -105,7 +109,9 @@ class HAConnection(protocol.Protocol):
         if offset <= mine:
             # Java counts a first report beyond its log as acknowledged too, and push2SlaveMaxOffset
             # never goes down: SYNC_MASTER puts up to that offset would be answered PUT_OK unreplicated.
-            self.service.notify_transfer_some(offset)
+            if self.service.notify_transfer_some(offset):
+                # the answers of the puts this ack completed leave now, not at the next poll
+                flush_late_answers()
         if self.next_transfer_from_where < 0:
             self.next_transfer_from_where = self._first_transfer_offset()
             log.info("master transfer data from {start} to slave[{addr}], and slave request {req}",
@@ -145,16 +151,21 @@ class HAConnection(protocol.Protocol):
         assert transport is not None
         for _ in range(BATCHES_PER_TURN):
             if self._paused or self._closed:
-                return
+                break
             offset = self.next_transfer_from_where
             data = store.commit_log.get_data(offset, batch)
             if data is None:
-                return  # caught up: the next put (or the heartbeat timer) wakes us
+                break  # caught up: the next put (or the heartbeat timer) wakes us
             self.next_transfer_from_where = offset + len(data)
             self.transferred += len(data)
             transport.writeSequence([encode_frame_header(offset, len(data)), data])
             self.last_write = self.service.clock.seconds()
-        self.wakeup()  # more may be waiting: go on after other work had its turn
+        else:
+            self.wakeup()  # more may be waiting: go on after other work had its turn
+        if self._flush_now is not None:
+            # Send now, not at the reactor's next writable event: a SYNC_MASTER put waits for
+            # the slave's ack of these bytes, and one poll round later is that much longer.
+            self._flush_now()
 
     def tick(self, now: float) -> None:
         """The service's timer: heartbeat frame, idle check, transfer rate."""
@@ -225,12 +236,16 @@ class HAService(protocol.ServerFactory):
         if conn in self.connections:
             self.connections.remove(conn)
 
-    def notify_transfer_some(self, offset: int) -> None:
-        if offset > self.push2slave_max_offset:
-            self.push2slave_max_offset = offset
-            waiting = self._waiting
-            while waiting and waiting[0][0] <= offset:
-                waiting.popleft()[2].callback(PutMessageStatus.PUT_OK)
+    def notify_transfer_some(self, offset: int) -> bool:
+        """A slave acknowledged *offset*: the waits it completes are answered; ``True`` if any."""
+        if offset <= self.push2slave_max_offset:
+            return False
+        self.push2slave_max_offset = offset
+        waiting = self._waiting
+        released = bool(waiting) and waiting[0][0] <= offset
+        while waiting and waiting[0][0] <= offset:
+            waiting.popleft()[2].callback(PutMessageStatus.PUT_OK)
+        return released
 
     def wait_for_slave(self, end_offset: int, timeout: float) -> Deferred:
         """

@@ -15,7 +15,7 @@ from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
 from rocketmq_tx.net.dispatch import IRemotingContext, IRequestProcessor, ProcessorTable
-from rocketmq_tx.net.protocol import RemotingProtocol
+from rocketmq_tx.net.protocol import RemotingProtocol, flush_late_answers
 from rocketmq_tx.net.tls import TlsModeFactory
 from rocketmq_tx.net.transport import ImmediateWrite
 from rocketmq_tx.remoting import (
@@ -335,8 +335,40 @@ class WriteNowTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.reactor = MemoryReactor()
         self.socket = _Socket(self.reactor)
-        self.server = RemotingProtocol(Clock(), echo_table())
+        self.clock = Clock()
+        self.server = RemotingProtocol(self.clock, echo_table())
         self.server.makeConnection(self.socket)
+
+    def _held_requests(self, n: int) -> list[Deferred]:
+        """*n* requests read in one go, each answered later by firing its Deferred."""
+        held: list[Deferred] = [Deferred() for _ in range(n)]
+        self.server.processors = ProcessorTable({1: Scripted(lambda ctx, r: held[int(r.ext_fields["i"])])})
+        requests = [RemotingCommand.request(1, {"i": str(i)}) for i in range(n)]
+        self.server.dataReceived(b"".join(encode_command(r) for r in requests))
+        self.assertEqual(self.socket.sent, [])
+        return held
+
+    def test_late_answers_flushed_together(self) -> None:
+        """Answers fired after their read (a slave's ack) leave in one send when flush_late_answers runs."""
+        held = self._held_requests(3)
+        for d in held:
+            d.callback(RemotingCommand(code=0))
+        self.assertEqual(self.socket.sent, [])  # buffered: the firing side decides when
+        flush_late_answers()
+        self.assertEqual(len(self.socket.sent), 1)
+        self.assertEqual(len(FrameDecoder().feed(self.socket.sent[0])), 3)
+        self.assertNotIn(self.socket, self.reactor.getWriters())
+
+    def test_late_answers_flushed_next_turn(self) -> None:
+        """Without a flush_late_answers call, the clock's next turn sends them."""
+        held = self._held_requests(2)
+        for d in held:
+            d.callback(RemotingCommand(code=0))
+        self.assertEqual(self.socket.sent, [])
+        self.clock.advance(0)
+        self.assertEqual(len(self.socket.sent), 1)
+        flush_late_answers()  # nothing left: no second send
+        self.assertEqual(len(self.socket.sent), 1)
 
     def test_answered_in_the_same_turn(self) -> None:
         requests = [RemotingCommand.request(ECHO, {"n": str(i)}) for i in range(3)]

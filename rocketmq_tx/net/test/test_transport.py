@@ -13,6 +13,7 @@ import socket
 import ssl
 
 from twisted.internet import defer, threads
+from twisted.internet.abstract import FileDescriptor
 from twisted.internet.endpoints import TCP4ServerEndpoint
 from twisted.internet.testing import MemoryReactor
 from twisted.trial.unittest import SynchronousTestCase, TestCase
@@ -21,7 +22,7 @@ from zope.interface import implementer
 from rocketmq_tx.net.dispatch import IRequestProcessor, ProcessorTable
 from rocketmq_tx.net.server import RemotingServerFactory
 from rocketmq_tx.net.tls import ReloadableServerTLS, TlsModeFactory
-from rocketmq_tx.net.transport import ImmediateWritePort, ImmediateWriteServer, ServerEndpoint
+from rocketmq_tx.net.transport import ImmediateWritePort, ImmediateWriteServer, ServerEndpoint, write_now
 from rocketmq_tx.remoting import FrameDecoder, RemotingCommand, ResponseCode, encode_command
 from rocketmq_tx.tlsconfig import TlsMode, TlsSettings
 
@@ -160,3 +161,36 @@ class ServerEndpointTests(SynchronousTestCase):
 
     def test_port_builds_our_transport(self) -> None:
         self.assertIs(ImmediateWritePort.transport, ImmediateWriteServer)
+
+
+class _Sock(FileDescriptor):
+    """A socket that accepts everything: what reaches writeSomeData was sent."""
+
+    def __init__(self, reactor: MemoryReactor) -> None:
+        super().__init__(reactor)
+        self.sent: list[bytes] = []
+        self.connected = 1
+
+    def writeSomeData(self, data: bytes) -> int:
+        self.sent.append(bytes(data))
+        return len(data)
+
+
+class WriteNowTests(SynchronousTestCase):
+    def test_sends_buffered_data(self) -> None:
+        reactor = MemoryReactor()
+        sock = _Sock(reactor)
+        sock.write(b"report")
+        self.assertEqual(sock.sent, [])
+        write_now(sock)
+        self.assertEqual(sock.sent, [b"report"])
+        self.assertNotIn(sock, reactor.getWriters())
+
+    def test_closing_or_fake_left_alone(self) -> None:
+        reactor = MemoryReactor()
+        sock = _Sock(reactor)
+        sock.write(b"x")
+        sock.disconnecting = True
+        write_now(sock)
+        self.assertEqual(sock.sent, [])
+        write_now(object())  # no socket: nothing to do

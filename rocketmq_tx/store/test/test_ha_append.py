@@ -98,6 +98,25 @@ class SlaveAppendTests(SynchronousTestCase):
         self.assertEqual(slave.get_max_offset_in_queue("T0", 0), 1)
         self.assertEqual(slave.dispatch_behind_bytes(), 0)
 
+    def test_dispatch_later(self) -> None:
+        """dispatch=False appends only (the log grows, the queues do not); dispatch_appended catches up."""
+        fill(self.master, 40)
+        slave = self.open_slave()
+        self.addCleanup(slave.shutdown)
+        end = self.master.get_max_phy_offset()
+        off = 0
+        while off < end:
+            data = self.master.commit_log.get_data(off, 7000)
+            assert data is not None
+            self.assertTrue(slave.append_to_commit_log(off, data, dispatch=False))
+            off += len(data)
+        self.assertEqual(slave.get_max_phy_offset(), end)
+        self.assertEqual(slave.dispatch_behind_bytes(), end)
+        self.assertEqual(queue_entries(slave), {})
+        slave.dispatch_appended()
+        self.assertEqual(slave.dispatch_behind_bytes(), 0)
+        self.assertEqual(queue_entries(slave), queue_entries(self.master))
+
     def test_new_slave_starts_at_last_file(self) -> None:
         """An empty slave fed from the start of the master's last file (Java's first transfer)."""
         fill(self.master, 200)

@@ -14,6 +14,7 @@ from twisted.logger import capturedLogs, formatEvent
 from twisted.test import iosim
 from twisted.trial.unittest import SynchronousTestCase
 
+from rocketmq_tx.broker.ha import master as master_module
 from rocketmq_tx.broker.ha.client import HAClient, HAClientProtocol
 from rocketmq_tx.broker.ha.master import HAConnection, HAService
 from rocketmq_tx.remoting.ha import FrameDecoder, encode_frame_header, encode_report
@@ -132,6 +133,66 @@ class ReplicationTests(HATestBase):
         frames = FrameDecoder().feed(transport.value())
         self.assertEqual([o for o, _ in frames], [start])
         self.assertEqual(start + len(frames[0][1]), self.master.get_max_phy_offset())
+
+
+class AckLatencyTests(HATestBase):
+    """What a SYNC_MASTER send waits for leaves at once, not at a later reactor turn."""
+
+    def test_push_flushed_at_once(self) -> None:
+        """The master sends a push in the turn that made it (our HA port's transports have flush_now)."""
+        fill(self.master, 10)
+        transport = _FlushCounting()
+        proto = self.service.buildProtocol(None)
+        proto.makeConnection(transport)
+        proto.dataReceived(encode_report(1))
+        self.clock.advance(0)
+        self.assertTrue(transport.value())
+        self.assertEqual(transport.flushes, 1)
+
+    def test_slave_reports_before_dispatching(self) -> None:
+        """The slave's ack is written (and sent) before it dispatches the appended records, as
+        Java's, whose ReputMessageService dispatches on its own thread."""
+        fill(self.master, 20)
+        proto = HAClientProtocol(self.client)
+        transport = StringTransport()
+        proto.makeConnection(transport)
+        transport.clear()
+        seen: list[tuple[bytes, dict]] = []
+        dispatch = self.slave.dispatch_appended
+
+        def record() -> None:
+            seen.append((transport.value(), queue_entries(self.slave)))
+            dispatch()
+        self.patch(self.slave, "dispatch_appended", record)
+        data = self.master.commit_log.get_data(0, 32 * 1024)
+        assert data is not None
+        proto.dataReceived(encode_frame_header(0, len(data)) + data)
+        self.assertEqual(seen, [(encode_report(len(data)), {})])
+        self.assertEqual(self.slave.dispatch_behind_bytes(), 0)
+        self.assertTrue(queue_entries(self.slave))
+
+    def test_ack_flushes_late_answers(self) -> None:
+        """An ack that completes SYNC_MASTER waits sends their answers at once; one that completes none does not."""
+        calls: list[int] = []
+        self.patch(master_module, "flush_late_answers", lambda: calls.append(1))
+        fill(self.master, 10)
+        end = self.master.get_max_phy_offset()
+        proto = self.service.buildProtocol(None)
+        proto.makeConnection(StringTransport())
+        proto.dataReceived(encode_report(0))
+        waiting = self.service.wait_for_slave(end, 3.0)
+        proto.dataReceived(encode_report(end - 1))
+        self.assertEqual(calls, [])
+        proto.dataReceived(encode_report(end))
+        self.assertEqual(self.successResultOf(waiting), PutMessageStatus.PUT_OK)
+        self.assertEqual(calls, [1])
+
+
+class _FlushCounting(StringTransport):
+    flushes = 0
+
+    def flush_now(self) -> None:
+        self.flushes += 1
 
 
 class RefusalTests(HATestBase):

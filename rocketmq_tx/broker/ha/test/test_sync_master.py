@@ -118,3 +118,16 @@ class CombineTests(SynchronousTestCase):
             flushed.callback(result)
             self.assertIs(self.successResultOf(d), result)
             self.assertEqual(result.status, want)
+
+    def test_combine_flushed_already(self) -> None:
+        """ASYNC_FLUSH: the flush is settled at once (a plain result); the replica's status decides."""
+        ok, disk, slave = (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                           PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        for flush_status, replica_status, want in ((ok, ok, ok), (ok, slave, slave), (disk, ok, disk)):
+            result = PutMessageResult(flush_status)
+            replica: Deferred = Deferred()
+            d = defer_both(result, replica, result)
+            self.assertNoResult(d)  # the slave has not acknowledged yet
+            replica.callback(replica_status)
+            self.assertIs(self.successResultOf(d), result)
+            self.assertEqual(result.status, want)
