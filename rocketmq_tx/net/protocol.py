@@ -167,6 +167,7 @@ class RemotingProtocol(Protocol, TimeoutMixin):
     def connectionLost(self, reason: Failure | None = None) -> None:
         self.connected = False
         self.setTimeout(None)
+        _late_answered.discard(self)
         pending, self._pending = self._pending, {}
         for d, timer in pending.values():
             if timer.active():
@@ -207,10 +208,17 @@ class RemotingProtocol(Protocol, TimeoutMixin):
             return
         self.transport.write(frame)
         self._answered = True
-        if not self._reading and self._flush_now is not None:
-            if not _late_answered:
-                self.clock.callLater(0, flush_late_answers)
+        if not self._reading and self._flush_now is not None and self not in _late_answered:
+            # each connection schedules its own next-turn flush: a set shared by protocols on
+            # different clocks (tests) must not leave one waiting on another's clock
             _late_answered.add(self)
+            self.clock.callLater(0, self._flush_late)
+
+    def _flush_late(self) -> None:
+        if self in _late_answered:  # not yet sent by flush_late_answers
+            _late_answered.discard(self)
+            if self._flush_now is not None and self.connected:
+                self._flush_now()
 
     # -- requests to the peer ---------------------------------------------------
 
