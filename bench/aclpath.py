@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from twisted.internet.testing import MemoryReactorClock  # noqa: E402
+from txpath import _Ctx, _Reactor  # noqa: E402
 
 from rocketmq_tx.acl.signing import sign  # noqa: E402
 from rocketmq_tx.broker.config import BrokerSettings  # noqa: E402
@@ -61,18 +61,6 @@ ACL_YML = (f"accounts:\n- accessKey: {ACCESS_KEY}\n  secretKey: {SECRET_KEY}\n  
            "  defaultTopicPerm: PUB|SUB\n  defaultGroupPerm: PUB|SUB\n")
 #: MQVersion.CURRENT_VERSION of the 5.5.0 client
 CLIENT_VERSION = 503
-
-
-class _Reactor(MemoryReactorClock):
-    def callFromThread(self, f, *args, **kw):  # noqa: N802 (Twisted's name)
-        f(*args, **kw)
-
-
-class _Ctx:
-    peer = "127.0.0.1:50514"
-
-    def send_oneway(self, request: RemotingCommand) -> None:
-        pass
 
 
 def start(root: str) -> tuple[BrokerController, ProcessorTable]:
