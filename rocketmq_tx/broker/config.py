@@ -115,6 +115,11 @@ BROKER_CONFIG = (
     Setting("transactionTimeOut", 6000, int),
     Setting("transactionCheckMax", 15, int),
     Setting("transactionCheckInterval", 60000, int),
+    Setting("transactionOpMsgMaxSize", 4096, int,
+            "5.x: characters of resolved half offsets one batched op message holds"),
+    Setting("transactionOpBatchInterval", 3000, int,
+            "5.x: ms a resolved half offset may wait for its batched op message; 0 writes each at once "
+            "in 4.9's form (for stores a Java 4.9 broker may take over)"),
     Setting("aclEnable", False, bool,
             "check every request against the ACL 1.0 files (plain_acl.yml, conf/acl/*.yml; docs/security.md)"),
     Setting("rocketmq.acl.plain.file", "conf/plain_acl.yml", str,
@@ -216,9 +221,12 @@ class BrokerSettings(Settings):
         super().validate()
         for key in ("registerNameServerPeriod", "flushConsumerOffsetInterval", "defaultTopicQueueNums",
                     "channelExpiredTimeout", "topicQueueNumsMax", "maxHeldPullsPerConnection", "maxHeldPulls",
-                    "reviveQueueNum"):
+                    "reviveQueueNum", "transactionOpMsgMaxSize"):
             if self[key] <= 0:
                 raise ConfigError(f"{key}: must be positive, got {self[key]}")
+        interval = self["transactionOpBatchInterval"]
+        if interval < 0:
+            raise ConfigError(f"transactionOpBatchInterval: must not be negative, got {interval}")
         role = self.message_store_config().broker_role
         if role is BrokerRole.SLAVE and self["brokerId"] <= 0:
             raise ConfigError(f"brokerId: {self['brokerId']}: a slave's brokerId must be > 0 (Java exits on it too)")

@@ -35,6 +35,7 @@ from rocketmq_tx.broker.transaction import (
     TransactionalMessageBridge,
     TransactionalMessageCheckService,
     TransactionalMessageService,
+    TransactionalOpBatchService,
     TransactionCheckListener,
 )
 from rocketmq_tx.common import fastjson
@@ -154,8 +155,11 @@ class BrokerController:
         # the broker service runs the check every transactionCheckInterval.
         self.broker2client = Broker2Client(self)
         self.transactional_message_bridge = TransactionalMessageBridge(self)
+        self.transactional_op_batch_service = TransactionalOpBatchService(
+            self.transactional_message_bridge, settings, reactor, self.now_ms)
         self.transactional_message_service = TransactionalMessageService(
-            self.transactional_message_bridge, self.now_ms, self.store_config.file_reserved_time)
+            self.transactional_message_bridge, self.now_ms, self.store_config.file_reserved_time,
+            self.transactional_op_batch_service)
         self.transactional_message_check_listener = TransactionCheckListener(self, self.broker2client)
         self.transactional_message_check_service = TransactionalMessageCheckService(
             self.transactional_message_service, self.transactional_message_check_listener, settings, reactor)
@@ -222,6 +226,7 @@ class BrokerController:
         if self.ha_service is not None:
             self.ha_service.fail_waits()
         self.transactional_message_check_service.stop()
+        self.transactional_op_batch_service.stop()  # before the store closes: pending op messages written
         self.pull_request_hold_service.shutdown()
         self.pop_long_polling.shutdown()
         self.persister.mark_dirty("consumerOffset")

@@ -45,7 +45,9 @@ def half_props(**extra: str) -> str:
 
 
 class TransactionTestCase(SynchronousTestCase):
-    keys: dict = {}
+    #: these tests look at each op message as END_TRANSACTION writes it (Java 4.9's form);
+    #: 5.x's batches are test_transaction_opbatch's
+    keys: dict = {"transactionOpBatchInterval": 0}
 
     def setUp(self) -> None:
         self.reactor = FakeReactor()
@@ -239,7 +241,7 @@ class EndTransactionTests(TransactionTestCase):
 class SyncFlushTests(TransactionTestCase):
     """SYNC_FLUSH: the half message and (WAIT=true carried over, as Java) the commit wait for the disk."""
 
-    keys = {"flushDiskType": "SYNC_FLUSH"}
+    keys = {"flushDiskType": "SYNC_FLUSH", "transactionOpBatchInterval": 0}
 
     def test_half_and_commit_wait_for_group_commit(self) -> None:
         gc = self.store.group_commit_service

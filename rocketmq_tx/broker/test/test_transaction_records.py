@@ -70,6 +70,13 @@ def old_op_message(half: MessageExt, uniq_key: str, now_ms: int, broker_host: tu
         store_host=broker_host, tags_code=java_string_hash("d"), property_map=props, wait_store_msg_ok=False)
 
 
+def old_op_message_body(queue_id: int, body: bytes, uniq_key: str, now_ms: int, broker_host: tuple[str, int]
+                        ) -> MessageExtBrokerInner:
+    """The bridge's call, answered by the old builder (4.9's form: *body* is one offset)."""
+    half = MessageExt(TRANS_OP_HALF_TOPIC, b"", queue_id=queue_id, queue_offset=int(body))
+    return old_op_message(half, uniq_key, now_ms, broker_host)
+
+
 # ---------------------------------------------------------------- the comparison
 
 def _ids() -> UniqueKeyGenerator:
@@ -81,7 +88,8 @@ class Broker:
 
     def __init__(self, case: SynchronousTestCase) -> None:
         self.reactor = FakeReactor()
-        self.controller = make_controller(case, self.reactor)
+        # each op message as END_TRANSACTION writes it (4.9's form, the builders compared)
+        self.controller = make_controller(case, self.reactor, transactionOpBatchInterval=0)
         self.controller.transactional_message_bridge.ids = _ids()
         self.table = processor_table(self.controller)
 
@@ -141,7 +149,7 @@ class RecordsTests(SynchronousTestCase):
         from rocketmq_tx.broker.processors import endtransaction
         from rocketmq_tx.broker.transaction import bridge
         self.patch(endtransaction, "final_message", old_final_message)
-        self.patch(bridge, "op_message", old_op_message)
+        self.patch(bridge, "op_message_body", old_op_message_body)
         old = Broker(self)
         self.run_all(old)
         # 5 half messages, 4 committed ones, 5 op messages

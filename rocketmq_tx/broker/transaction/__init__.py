@@ -6,12 +6,14 @@ Transactional messages on the broker (Java 4.9 ``broker/transaction``).
   transaction code sees them (half and op puts, reads, check progress offsets).
 * :mod:`.service`: :class:`TransactionalMessageService`, END_TRANSACTION's lookups and the
   check pass (a generator, so the pass can be run in slices on the reactor).
+* :mod:`.opbatch`: :class:`TransactionalOpBatchService`, op messages written in batches (5.x).
 * :mod:`.check`: :class:`TransactionalMessageCheckService` (the timer's work, sliced) and
   :class:`TransactionCheckListener` (CHECK_TRANSACTION_STATE to a producer, discards).
 """
 
 from rocketmq_tx.broker.transaction.bridge import TransactionalMessageBridge
 from rocketmq_tx.broker.transaction.check import TransactionalMessageCheckService, TransactionCheckListener
+from rocketmq_tx.broker.transaction.opbatch import TransactionalOpBatchService
 from rocketmq_tx.broker.transaction.service import TransactionalMessageService
 from rocketmq_tx.broker.transaction.util import (
     CID_SYS_RMQ_TRANS,
@@ -31,4 +33,5 @@ __all__ = [
     "TransactionalMessageBridge",
     "TransactionalMessageCheckService",
     "TransactionalMessageService",
+    "TransactionalOpBatchService",
 ]

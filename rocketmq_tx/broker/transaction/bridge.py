@@ -16,7 +16,7 @@ from rocketmq_tx.broker.transaction.util import (
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     half_message,
-    op_message,
+    op_message_body,
 )
 from rocketmq_tx.common.errors import MessageFormatError
 from rocketmq_tx.common.message import MessageExt
@@ -160,10 +160,14 @@ class TransactionalMessageBridge:
         return half_message(msg, props)
 
     def put_op_message(self, half: MessageExt) -> bool:
-        """Java ``putOpMessage(msg, REMOVETAG)``: record that *half* is resolved."""
+        """Java 4.9 ``putOpMessage(msg, REMOVETAG)``: record that *half* is resolved."""
+        return self.put_op_body(half.queue_id, str(half.queue_offset).encode())
+
+    def put_op_body(self, queue_id: int, body: bytes) -> bool:
+        """Java 5.x ``writeOp``: an op message naming the half offsets in *body*."""
         controller = self.controller
-        op = op_message(half, self.ids.create_uniq_id(), controller.now_ms(), self.store_host)
-        # put and put_ok, inlined (one op message per END_TRANSACTION)
+        op = op_message_body(queue_id, body, self.ids.create_uniq_id(), controller.now_ms(), self.store_host)
+        # put and put_ok, inlined (4.9's form writes one op message per END_TRANSACTION)
         try:
             result = controller.put_message(op, stats=False)
         except Exception:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Generator
 from typing import Protocol
 
 from rocketmq_tx.broker.transaction.bridge import PullResult, PullStatus, TransactionalMessageBridge
+from rocketmq_tx.broker.transaction.opbatch import TransactionalOpBatchService
 from rocketmq_tx.broker.transaction.util import (
     REMOVE_TAG,
     TRANS_HALF_TOPIC,
@@ -65,10 +66,12 @@ class TransactionalMessageService:
     """
 
     def __init__(self, bridge: TransactionalMessageBridge, now_ms: Callable[[], int],
-                 file_reserved_hours: int = 72) -> None:
+                 file_reserved_hours: int = 72, op_batch: TransactionalOpBatchService | None = None) -> None:
         self.bridge = bridge
         self.now_ms = now_ms
         self.file_reserved_hours = file_reserved_hours
+        #: 5.x's batched op messages; without it each is written at once (4.9)
+        self.op_batch = op_batch
 
     # ------------------------------------------------------------------ END_TRANSACTION
 
@@ -78,6 +81,8 @@ class TransactionalMessageService:
         return self.bridge.look_message_by_offset(commit_log_offset)
 
     def delete_prepare_message(self, half: MessageExt) -> bool:
+        if self.op_batch is not None:
+            return self.op_batch.delete_prepare_message(half)
         if self.bridge.put_op_message(half):
             return True
         log.error("Transaction op message write failed. messageId is %s, queueId is %d", half.offset_msg_id,
@@ -186,6 +191,9 @@ class TransactionalMessageService:
     def check(self, timeout: int, check_max: int, listener: CheckListener) -> Generator[None, None, None]:
         """One check pass over every half queue (Java ``check``); yields after each step."""
         bridge = self.bridge
+        if self.op_batch is not None:
+            # what is resolved and not yet written, first: no producer is asked about it
+            self.op_batch.flush()
         queue_ids = bridge.half_queue_ids()
         if not queue_ids:
             log.warning("The queue of topic is empty: %s", TRANS_HALF_TOPIC)

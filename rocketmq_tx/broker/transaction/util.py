@@ -28,6 +28,7 @@ __all__ = [
     "TRANS_OP_HALF_TOPIC",
     "half_message",
     "op_message",
+    "op_message_body",
     "parse_op_body",
     "java_long",
     "renew_half_message",
@@ -137,16 +138,25 @@ def immunity_half_message(msg: MessageExt) -> MessageExtBrokerInner:
 
 def op_message(half: MessageExt, uniq_key: str, now_ms: int, broker_host: tuple[str, int]) -> MessageExtBrokerInner:
     """
-    Java ``addRemoveTagInTransactionOp`` + ``makeOpMessageInner``: the ``d`` op message for
-    *half* (its queue offset as text) in the op queue of the same id. ``new Message(topic,
-    tags, body)`` sets WAIT=true, and the bridge a fresh UNIQ_KEY; born and stored by the broker.
+    Java 4.9 ``addRemoveTagInTransactionOp`` + ``makeOpMessageInner``: the ``d`` op message for
+    *half* (its queue offset as text) in the op queue of the same id.
+    """
+    return op_message_body(half.queue_id, str(half.queue_offset).encode(), uniq_key, now_ms, broker_host)
+
+
+def op_message_body(queue_id: int, body: bytes, uniq_key: str, now_ms: int, broker_host: tuple[str, int]
+                    ) -> MessageExtBrokerInner:
+    """
+    Java ``makeOpMessageInner``: an op message (tag ``d``) with *body* (the half offsets it
+    names) in op queue *queue_id*. ``new Message(topic, tags, body)`` sets WAIT=true, and the
+    bridge a fresh UNIQ_KEY; born and stored by the broker.
     """
     props = dict(_OP_PROPERTIES)
     props[_OP_KEY] = uniq_key  # in place: the map keeps HashMap's order
-    # positional, in field order: one op message per END_TRANSACTION
+    # positional, in field order: on every op message
     return MessageExtBrokerInner(
-        TRANS_OP_HALF_TOPIC, str(half.queue_offset).encode(), _OP_TEXT_HEAD + uniq_key.encode() + _OP_TEXT_TAIL,
-        half.queue_id, 0, 0, now_ms, broker_host, broker_host, 0, 0, _REMOVE_TAG_CODE, props, False)
+        TRANS_OP_HALF_TOPIC, body, _OP_TEXT_HEAD + uniq_key.encode() + _OP_TEXT_TAIL,
+        queue_id, 0, 0, now_ms, broker_host, broker_host, 0, 0, _REMOVE_TAG_CODE, props, False)
 
 
 #: an op message's properties in java.util.HashMap's order (the same three names every time,
