@@ -312,12 +312,22 @@ def main_metrics(args: argparse.Namespace, targets: list[str], tools_cp: str) ->
 def main_transactions(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
     seconds, warmup = phase_lengths(args, 20.0, 10.0)
     started = dt.datetime.now(dt.UTC)
-    results = each_target_measured(args, targets, tools_cp, lambda target: features.bench_transactions(
-        target, tools_cp, seconds, warmup, args.threads))
-    text = features.table_text(features.tx_rows(results), list(results), "transactions") + "\n\n" + \
-        features.loads_text(results)
-    finish(args, "tx", started, {"mode": "transactions", "seconds": seconds, "warmup_phase_s": warmup,
-                                 "threads": args.threads}, {}, results, text)
+    rounds: list[dict[str, dict]] = []
+    parts = []
+    for k in range(args.rounds):
+        # every other round the targets the other way round: a drift of the machine favours neither
+        order = list(reversed(targets)) if k % 2 else targets
+        results = each_target_measured(args, order, tools_cp, lambda target: features.bench_transactions(
+            target, tools_cp, seconds, warmup, args.threads))
+        rounds.append(results)
+        head = f"Round {k + 1} ({', '.join(results)}):\n\n" if args.rounds > 1 else ""
+        parts.append(head + features.table_text(features.tx_rows(results), list(results), "transactions")
+                     + "\n\n" + features.loads_text(results))
+    if len(rounds) > 1:
+        parts.append(features.tx_rounds_text(rounds))
+    finish(args, "tx", started, {"mode": "transactions", "rounds": args.rounds, "seconds": seconds,
+                                 "warmup_phase_s": warmup, "threads": args.threads}, {},
+           rounds[0] if len(rounds) == 1 else rounds, "\n\n".join(parts))
 
 
 def main_sql92(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
@@ -413,8 +423,10 @@ def main() -> None:
     parser.add_argument("--one-thread", action="store_true",
                         help="with --tls or --acl: only the 1-thread phases (the warm-up still uses 64 threads)")
     parser.add_argument("--rounds", type=int, default=1,
-                        help="--tls, --acl: repeat the whole comparison N times, every other round TLS (ACL) "
-                             "first; also prints the means (--acl: medians) over the rounds")
+                        help="--tls, --acl, --metrics, --transactions: repeat the whole comparison N times, "
+                             "every other round TLS (ACL, metrics) first (--acl, --transactions: the targets the "
+                             "other way round); also prints the means (--acl, --metrics: medians; "
+                             "--transactions: the median of the per-round ratios) over the rounds")
     parser.add_argument("--targets", default="java,tx", help="comma-separated, in order: java, tx")
     parser.add_argument("--java-broker", default=TOOLS_VERSION, help=f"{TOOLS_VERSION} (default) or 4.9.7")
     parser.add_argument("--java-heap", default="8g",

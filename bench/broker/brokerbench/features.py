@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import time
 
 import rocketmq_java
@@ -141,6 +142,47 @@ def tx_rows(results: dict[str, dict]) -> list[dict]:
     return rows
 
 
+def tx_rounds_rows(rounds: list[dict[str, dict]]) -> list[dict]:
+    """Several ``--transactions`` rounds: each figure's per-round ratios and their median. The
+    goal is judged on the median of the per-round tx ratio / Java ratio (each round measures
+    both targets back to back, so the rounds are the pairs), as ``--metrics`` judges its own."""
+    per_round = [tx_rows(r) for r in rounds]
+    rows = []
+    for i, (label, _, goal) in enumerate(TX_ROWS):
+        row: dict = {"figure": label}
+        for name in rounds[0]:
+            values = [r[i].get(name, {}).get("transactional_over_plain") for r in per_round]
+            known = [v for v in values if v is not None]
+            row[name] = {"per_round": values,
+                         "median_transactional_over_plain": round(statistics.median(known), 3) if known else None}
+        qs = [r[i].get("tx_ratio_over_java_ratio") for r in per_round]
+        known_q = [q for q in qs if q is not None]
+        if known_q:
+            row["per_round_tx_ratio_over_java_ratio"] = qs
+            q = row["tx_ratio_over_java_ratio"] = round(statistics.median(known_q), 3)
+            if goal:
+                row["goal"] = f"median of the per-round tx ratio / Java ratio {goal}"
+                row["met"] = q >= float(goal.split()[1])
+        rows.append(row)
+    return rows
+
+
+def tx_rounds_text(rounds: list[dict[str, dict]]) -> str:
+    """The per-round ratios of several rounds and their medians, as a Markdown table."""
+    names = list(rounds[0])
+    lines = [f"Median of the {len(rounds)} rounds' ratios:", "",
+             "| figure | " + " | ".join(f"{n} tx / plain per round (median)" for n in names)
+             + " | tx ratio / Java ratio per round (median) | goal | met |",
+             "|---|" + "---|" * (len(names) + 3)]
+    for row in tx_rounds_rows(rounds):
+        cells = [f"{row[n]['per_round']} ({row[n]['median_transactional_over_plain']})" for n in names]
+        q = row.get("tx_ratio_over_java_ratio")
+        cells.append("" if q is None else f"{row['per_round_tx_ratio_over_java_ratio']} ({q})")
+        cells += [row.get("goal", ""), str(row.get("met", ""))]
+        lines.append(f"| {row['figure']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # --------------------------------------------------------------------------- --sql92
 
 def bench_sql92(target: Target, cp: str, backlog: int, timeout: float) -> dict:
@@ -248,6 +290,17 @@ def table_text(rows: list[dict], names: list[str], mode: str) -> str:
 def summarize(raw: dict, raw_path=None) -> dict:
     """The JSON summary of a ``--transactions`` or ``--sql92`` raw results file."""
     mode = raw["mode"]
+    if isinstance(raw["results"], list):  # --transactions --rounds N
+        rounds = raw["results"]
+        out = summarize({**raw, "results": rounds[0]}, raw_path)
+        out["settings"]["rounds"] = len(rounds)
+        out["loadavg_1min"] = [{n: r.get("loadavg_1min") for n, r in rs.items()} for rs in rounds]
+        out["errors"] = [e for rs in rounds for n, r in rs.items() if "error" in r for e in [{n: r["error"]}]] or None
+        out["rounds"] = [tx_rows(rs) for rs in rounds]
+        out["figures"] = tx_rounds_rows(rounds)
+        out["check_backs"] = [{n: get(r, lambda r: r["transactional"]["checks"]) for n, r in rs.items()}
+                              for rs in rounds]
+        return out
     results = raw["results"]
     settings = {k: raw.get(k) for k in ("seconds", "warmup_phase_s", "threads", "backlog", "expression",
                                         "body_size", "tools", "cpus") if raw.get(k) is not None}
