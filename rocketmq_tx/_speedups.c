@@ -2146,6 +2146,205 @@ done:
 /* ---------------------------------------------------------------- module */
 
 /* _setup(name, value): the Python classes this module raises or builds, set by their owners. */
+/* ---------------------------------------------------------------- metrics counting */
+
+/* The four TopicMessageType metric values (rocketmq_tx.broker.metrics), made at import. */
+static PyObject *s_normal, *s_fifo, *s_delay, *s_transaction, *s_tran_msg, *s_sharding_key;
+static PyObject *s_delay_keys[5];
+static PyObject *one; /* the int 1, made at import */
+
+/* message_type(props: dict) -> str: Java BrokerMetricsManager.getMessageType (see the twin). */
+static PyObject *message_type(PyObject *self, PyObject *props)
+{
+    if (!PyDict_Check(props)) {
+        PyErr_SetString(PyExc_TypeError, "message_type() needs a dict");
+        return NULL;
+    }
+    PyObject *tran = PyDict_GetItemWithError(props, s_tran_msg); /* borrowed */
+    if (tran == NULL && PyErr_Occurred())
+        return NULL;
+    if (tran != NULL && PyUnicode_Check(tran) && PyUnicode_GET_LENGTH(tran) == 4) {
+        /* str.lower() == "true": only t/T r/R u/U e/E lower to those letters */
+        static const char want[] = "true";
+        int same = 1;
+        for (Py_ssize_t i = 0; i < 4 && same; i++) {
+            Py_UCS4 c = PyUnicode_READ_CHAR(tran, i);
+            same = c < 128 && (c | 0x20) == (Py_UCS4)want[i];
+        }
+        if (same)
+            return Py_NewRef(s_transaction);
+    }
+    int has = PyDict_Contains(props, s_sharding_key);
+    if (has < 0)
+        return NULL;
+    if (has)
+        return Py_NewRef(s_fifo);
+    for (size_t i = 0; i < sizeof(s_delay_keys) / sizeof(s_delay_keys[0]); i++) {
+        has = PyDict_Contains(props, s_delay_keys[i]);
+        if (has < 0)
+            return NULL;
+        if (has)
+            return Py_NewRef(s_delay);
+    }
+    return Py_NewRef(s_normal);
+}
+
+/* list[i] += n for a list of Python numbers (a series row). */
+static int row_add(PyObject *row, Py_ssize_t i, PyObject *n)
+{
+    PyObject *old = PyList_GET_ITEM(row, i); /* borrowed */
+    PyObject *sum = PyNumber_Add(old, n);
+    if (sum == NULL)
+        return -1;
+    PyList_SET_ITEM(row, i, sum);
+    Py_DECREF(old);
+    return 0;
+}
+
+/* bisect.bisect_left(bounds, value) over a tuple of floats. */
+static Py_ssize_t bucket_of(PyObject *bounds, double value)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(bounds);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(bounds, i)) >= value)
+            return i;
+    }
+    return n;
+}
+
+static int histogram_add(PyObject *row, PyObject *bounds, long long value)
+{
+    if (!PyList_Check(row) || PyList_GET_SIZE(row) != PyTuple_GET_SIZE(bounds) + 2) {
+        PyErr_SetString(PyExc_TypeError, "a histogram row is a list of len(bounds) + 2 numbers");
+        return -1;
+    }
+    PyObject *v = PyLong_FromLongLong(value);
+    if (v == NULL)
+        return -1;
+    int rc = row_add(row, bucket_of(bounds, (double)value), one);
+    if (rc == 0)
+        rc = row_add(row, PyList_GET_SIZE(row) - 1, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static int check_bounds(PyObject *bounds)
+{
+    if (!PyTuple_Check(bounds))
+        goto bad;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(bounds); i++) {
+        if (!PyFloat_Check(PyTuple_GET_ITEM(bounds, i)))
+            goto bad;
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_TypeError, "bounds must be a tuple of floats");
+    return -1;
+}
+
+/*
+ * count_message_in(cache, fallback, bounds, topic, msg_type, msg_num, wrote_bytes) -> None:
+ * rocketmq_messages_in and rocketmq_message_size for one stored send (see the twin); the
+ * (topic, msg_type) rows come from *cache*, and a miss is handed to *fallback* with the
+ * last four arguments.
+ */
+static PyObject *count_message_in(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || !PyDict_Check(args[0]) || !PyLong_Check(args[5]) || !PyLong_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "count_message_in(cache: dict, fallback, bounds, topic, msg_type, msg_num: int, wrote_bytes: int)");
+        return NULL;
+    }
+    if (check_bounds(args[2]) < 0)
+        return NULL;
+    PyObject *key = PyTuple_Pack(2, args[3], args[4]);
+    if (key == NULL)
+        return NULL;
+    PyObject *rows = PyDict_GetItemWithError(args[0], key); /* borrowed */
+    Py_DECREF(key);
+    if (rows == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_Vectorcall(args[1], args + 3, 4, NULL);
+    }
+    if (!PyTuple_Check(rows) || PyTuple_GET_SIZE(rows) != 2 || !PyList_Check(PyTuple_GET_ITEM(rows, 0))
+        || PyList_GET_SIZE(PyTuple_GET_ITEM(rows, 0)) < 2) {
+        PyErr_SetString(PyExc_TypeError, "count_message_in: a cache entry is (row, size_row)");
+        return NULL;
+    }
+    long long num = PyLong_AsLongLong(args[5]), wrote = PyLong_AsLongLong(args[6]);
+    if ((num == -1 || wrote == -1) && PyErr_Occurred())
+        return NULL;
+    PyObject *row = PyTuple_GET_ITEM(rows, 0);
+    if (row_add(row, 0, args[5]) < 0 || row_add(row, 1, args[6]) < 0)
+        return NULL;
+    /* wrote // num, Python's floor division */
+    long long size = wrote;
+    if (num > 1) {
+        size = wrote / num;
+        if ((wrote % num != 0) && ((wrote < 0) != (num < 0)))
+            size -= 1;
+    }
+    if (histogram_add(PyTuple_GET_ITEM(rows, 1), args[2], size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/*
+ * rpc_count(rows, fallback, long_polling_codes, bounds, request, response, started, later)
+ * -> None: rocketmq_rpc_latency for one answered request (see the twin, RpcLatency.rpc_done);
+ * the row of (code, response code, long polling, oneway) from *rows*, a miss handed to
+ * *fallback* with the last four arguments.
+ */
+static PyObject *rpc_count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || !PyDict_Check(args[0]) || !PyAnySet_Check(args[2]) || !PyFloat_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "rpc_count(rows: dict, fallback, long_polling_codes: frozenset, bounds, "
+                                         "request, response, started: float, later)");
+        return NULL;
+    }
+    if (check_bounds(args[3]) < 0)
+        return NULL;
+    PyObject *request = args[4], *response = args[5];
+    if (response == Py_None)
+        Py_RETURN_NONE;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* time.monotonic()'s clock */
+    double now = (double)((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec) / 1e9;
+    long long elapsed_ms = (long long)((now - PyFloat_AS_DOUBLE(args[6])) * 1000.0);
+    PyObject *code = NULL, *rcode = NULL, *flag = NULL, *oneway = NULL, *key = NULL, *result = NULL;
+    if ((code = PyObject_GetAttr(request, s_code)) == NULL || (rcode = PyObject_GetAttr(response, s_code)) == NULL
+        || (flag = PyObject_GetAttr(request, s_flag)) == NULL)
+        goto done;
+    long f = PyLong_AsLong(flag);
+    if (f == -1 && PyErr_Occurred())
+        goto done;
+    int long_polling = PyObject_IsTrue(args[7]);
+    if (long_polling < 0)
+        goto done;
+    if (long_polling && (long_polling = PySet_Contains(args[2], code)) < 0)
+        goto done;
+    if ((oneway = PyLong_FromLong(f & 2)) == NULL)
+        goto done;
+    if ((key = PyTuple_Pack(4, code, rcode, long_polling ? Py_True : Py_False, oneway)) == NULL)
+        goto done;
+    PyObject *row = PyDict_GetItemWithError(args[0], key); /* borrowed */
+    if (row == NULL) {
+        if (!PyErr_Occurred())
+            result = PyObject_Vectorcall(args[1], args + 4, 4, NULL);
+        goto done;
+    }
+    if (histogram_add(row, args[3], elapsed_ms) == 0)
+        result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(code);
+    Py_XDECREF(rcode);
+    Py_XDECREF(flag);
+    Py_XDECREF(oneway);
+    Py_XDECREF(key);
+    return result;
+}
+
 static PyObject *setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2 || !PyUnicode_Check(args[0])) {
@@ -2196,6 +2395,11 @@ static PyMethodDef methods[] = {
     {"encode_rocketmq_header", encode_rocketmq_header, METH_O, "The ROCKETMQ binary header of a RemotingCommand."},
     {"decode_rocketmq_header", (PyCFunction)(void (*)(void))decode_rocketmq_header, METH_FASTCALL,
      "A ROCKETMQ binary header as a RemotingCommand."},
+    {"message_type", message_type, METH_O, "The TopicMessageType metric value of a send's properties."},
+    {"count_message_in", (PyCFunction)(void (*)(void))count_message_in, METH_FASTCALL,
+     "rocketmq_messages_in and rocketmq_message_size for one stored send."},
+    {"rpc_count", (PyCFunction)(void (*)(void))rpc_count, METH_FASTCALL,
+     "rocketmq_rpc_latency for one answered request."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2219,11 +2423,18 @@ PyMODINIT_FUNC PyInit__speedups(void)
         {&s_begin_timestamp, "begin_timestamp"}, {&s_end_timestamp, "end_timestamp"},
         {&s_begin_phy_offset, "begin_phy_offset"}, {&s_end_phy_offset, "end_phy_offset"},
         {&s_hash_slot_count, "hash_slot_count"}, {&s_index_count, "index_count"},
+        {&s_normal, "normal"}, {&s_fifo, "fifo"}, {&s_delay, "delay"}, {&s_transaction, "transaction"},
+        {&s_tran_msg, "TRAN_MSG"}, {&s_sharding_key, "__SHARDINGKEY"},
+        {&s_delay_keys[0], "__STARTDELIVERTIME"}, {&s_delay_keys[1], "DELAY"},
+        {&s_delay_keys[2], "TIMER_DELIVER_MS"}, {&s_delay_keys[3], "TIMER_DELAY_SEC"},
+        {&s_delay_keys[4], "TIMER_DELAY_MS"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
     }
+    if (one == NULL && (one = PyLong_FromLong(1)) == NULL)
+        return NULL;
     pthread_condattr_init(&monotonic_condattr);
     pthread_condattr_setclock(&monotonic_condattr, CLOCK_MONOTONIC);
     if (PyType_Ready(&SyncFlusherType) < 0)

@@ -24,7 +24,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from rocketmq_tx.broker.topicconfig import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, is_system_topic
-from rocketmq_tx.common.native import ACCELERATED
+from rocketmq_tx.common.native import ACCELERATED, speedups
 from rocketmq_tx.common.route import PermName
 from rocketmq_tx.common.version import mq_version_desc
 from rocketmq_tx.metrics.core import (
@@ -113,8 +113,9 @@ _DELAY_KEYS = ("__STARTDELIVERTIME", "DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_S
 _DELAY_SET = frozenset(_DELAY_KEYS)
 
 
-def message_type(props: dict[str, str]) -> str:
-    """Java ``BrokerMetricsManager.getMessageType``: what a send's properties make it."""
+def _message_type(props: dict[str, str]) -> str:
+    """Java ``BrokerMetricsManager.getMessageType``: what a send's properties make it (the twin
+    of ``_speedups.message_type``)."""
     tran = props.get("TRAN_MSG")
     if tran is not None and tran.lower() == "true":
         return TRANSACTION
@@ -122,6 +123,31 @@ def message_type(props: dict[str, str]) -> str:
         return FIFO
     # one C call over the few keys a message has (values are never None here)
     return NORMAL if _DELAY_SET.isdisjoint(props) else DELAY
+
+
+message_type: Callable[[dict[str, str]], str] = speedups.message_type if speedups else _message_type
+
+
+def _count_message_in(cache: dict[tuple[str, str], tuple[list, list]], fallback: Callable[..., object],
+                      bounds: tuple[float, ...], topic: str, msg_type: str, msg_num: int, wrote_bytes: int) -> object:
+    """
+    A stored send counted into its cached ``(messages_in row, message_size row)`` (the twin of
+    ``_speedups.count_message_in``, called through a ``partial``); a miss is *fallback*'s
+    (:meth:`BrokerMetrics.message_in`, which finds or makes the rows).
+    """
+    rows = cache.get((topic, msg_type))
+    if rows is None:
+        return fallback(topic, msg_type, msg_num, wrote_bytes)
+    row, size_row = rows
+    row[0] += msg_num
+    row[1] += wrote_bytes
+    size = wrote_bytes // msg_num if msg_num > 1 else wrote_bytes
+    size_row[bisect_left(bounds, size)] += 1
+    size_row[-1] += size
+    return None
+
+
+count_message_in = speedups.count_message_in if speedups else _count_message_in
 
 
 def is_system_group(group: str | None) -> bool:
@@ -169,6 +195,9 @@ class BrokerMetrics:
         self._system_topic: dict[str, str] = {}
         #: (topic, message type) -> (messages_in row, message_size row): message_in's cache
         self._in_rows: dict[tuple[str, str], tuple[list, list]] = {}
+        #: what the send processor calls for a stored send: ``count_in(topic, msg_type, msg_num,
+        #: wrote_bytes)``, the cached rows counted in C when the accelerator is there
+        self.count_in = partial(count_message_in, self._in_rows, self.message_in, MESSAGE_SIZE_BUCKETS)
         self.reactor_lag: Callable[[], float] | None = None
         #: set by the service once the store is loaded and recovered
         self.store_ready = False

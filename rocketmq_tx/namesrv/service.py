@@ -80,7 +80,7 @@ class NamesrvService(service.MultiService):
         self.metrics_listener: ListeningService | None = None
         if exporter_type(settings["metricsExporterType"]) == "PROM":
             self.metrics = NamesrvMetrics(self.controller, self._node_id, lambda: self.listener.port is not None)
-            self.factory.processors.observer = self.metrics.rpc.rpc_done
+            self.factory.processors.observer = self.metrics.rpc.observer
             lag = ReactorLagMonitor(clock)
             lag.setServiceParent(self)
             self.metrics.reactor_lag = lag.take

@@ -87,5 +87,5 @@ def processor_table(controller: BrokerController, fast: bool = False) -> Process
     for processor in processors:
         table.register_handlers(processor)
     if controller.metrics is not None:  # every answer's latency (rocketmq_rpc_latency)
-        table.observer = controller.metrics.rpc.rpc_done
+        table.observer = controller.metrics.rpc.observer
     return table

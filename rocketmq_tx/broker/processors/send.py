@@ -251,7 +251,7 @@ class SendMessageProcessor(HandlerProcessor):
             uniq_key = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             self.controller.transactional_message_bridge.prepare_half_message(msg, props)
             return self._finish(request, self.controller.put_message(msg), real_queue_id, uniq_key,
-                                self._metric_labels(msg.topic, props))
+                                None if self.controller.metrics is None else (msg.topic, message_type(props)))
         # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
         # for WAIT=true) but honours it.
         props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
@@ -260,7 +260,7 @@ class SendMessageProcessor(HandlerProcessor):
         queue_id = msg.queue_id
         return self._finish(request, self.controller.put_message(msg), queue_id,
                             props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                            self._metric_labels(msg.topic, props))
+                            None if self.controller.metrics is None else (msg.topic, message_type(props)))
 
     def send_batch_message(self, ctx: IRemotingContext, request: RemotingCommand,
                            header: SendHeader) -> Any:
@@ -286,13 +286,7 @@ class SendMessageProcessor(HandlerProcessor):
                                 wait_store_msg_ok=wait_store_msg_ok(props))
         return self._finish(request, self.controller.put_messages(batch), queue_id,
                             props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                            self._metric_labels(header.topic, props))
-
-    def _metric_labels(self, topic: str, props: dict[str, str]) -> tuple[str, str] | None:
-        """What rocketmq_messages_in counts a send under (``None`` with the metrics off)."""
-        if self.controller.metrics is None:
-            return None
-        return topic, message_type(props)
+                            None if self.controller.metrics is None else (header.topic, message_type(props)))
 
     def _finish(self, request: RemotingCommand, result: Any, queue_id: int, transaction_id: str | None,
                 labels: tuple[str, str] | None = None) -> Any:
@@ -309,7 +303,7 @@ class SendMessageProcessor(HandlerProcessor):
         if labels is not None and code == ResponseCode.SUCCESS and append is not None:
             metrics = self.controller.metrics
             if metrics is not None:
-                metrics.message_in(labels[0], labels[1], append.msg_num, append.wrote_bytes)
+                metrics.count_in(labels[0], labels[1], append.msg_num, append.wrote_bytes)
         if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                     ResponseCode.SLAVE_NOT_AVAILABLE) and append is not None:
             # transactionId: the message's UNIQ_KEY, as 5.x answers every send (4.9 never did). The

@@ -260,6 +260,108 @@ class NativeTests(SynchronousTestCase):
         self.assertRaises(KeyError, speedups._setup, "Nonsense", object)
 
 
+_TYPE_KEYS = ("TRAN_MSG", "__SHARDINGKEY", "__STARTDELIVERTIME", "DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC",
+              "TIMER_DELAY_MS", "TAGS", "KEYS", "tran_msg")
+_TYPE_VALUES = st.one_of(st.sampled_from(["true", "TRUE", "True", "tRuE", "true ", "tru", "truee", "false", "",
+                                          "\uff34RUE", "\u0130rue", "1"]), st.text(max_size=5))
+
+
+class MetricsCountingTests(SynchronousTestCase):
+    """The metrics' per-message counting (issue #24's cost): C and twin on the same rows."""
+
+    def setUp(self) -> None:
+        _require_native(self)
+
+    def test_in_use(self) -> None:
+        from rocketmq_tx.broker import metrics as broker_metrics
+        from rocketmq_tx.metrics import rpc
+
+        self.assertIs(broker_metrics.message_type, speedups.message_type)
+        self.assertIs(broker_metrics.count_message_in, speedups.count_message_in)
+        self.assertIs(rpc.rpc_count, speedups.rpc_count)
+
+    @given(st.dictionaries(st.sampled_from(_TYPE_KEYS), _TYPE_VALUES, max_size=6))
+    def test_message_type(self, props: dict) -> None:
+        from rocketmq_tx.broker.metrics import _message_type
+
+        self.assertEqual(speedups.message_type(props), _message_type(props))
+
+    @given(st.lists(st.tuples(st.sampled_from(["T1", "T2", "T3"]), st.sampled_from(["normal", "delay"]),
+                              st.integers(0, 300), st.integers(0, 10 ** 7)), max_size=30))
+    def test_count_message_in(self, sends: list) -> None:
+        from rocketmq_tx.broker.metrics import _count_message_in
+        from rocketmq_tx.metrics.core import MESSAGE_SIZE_BUCKETS
+
+        tables = []
+        for count in (speedups.count_message_in, _count_message_in):
+            cache: dict = {}
+            missed: list = []
+
+            def fallback(topic, msg_type, msg_num, wrote, cache=cache, missed=missed):
+                missed.append((topic, msg_type, msg_num, wrote))
+                cache[(topic, msg_type)] = ([0, 0], [0] * (len(MESSAGE_SIZE_BUCKETS) + 2))
+
+            for topic, msg_type, msg_num, wrote in sends:
+                count(cache, fallback, MESSAGE_SIZE_BUCKETS, topic, msg_type, msg_num, wrote)
+            tables.append((cache, missed))
+        self.assertEqual(tables[0], tables[1])
+
+    def test_count_message_in_refusals(self) -> None:
+        from rocketmq_tx.metrics.core import MESSAGE_SIZE_BUCKETS
+
+        cache = {("T", "normal"): ([0, 0], [0, 0])}  # a size row of the wrong length
+        self.assertRaises(TypeError, speedups.count_message_in, cache, None, MESSAGE_SIZE_BUCKETS, "T", "normal", 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, {}, None, [1.0], "T", "normal", 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, {}, None, MESSAGE_SIZE_BUCKETS, "T", "normal", "1", 5)
+
+    def test_rpc_count(self) -> None:
+        import time
+
+        from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS
+        from rocketmq_tx.metrics.rpc import _rpc_count
+        from rocketmq_tx.remoting.command import RPC_ONEWAY
+
+        lp = frozenset({11, 200050})
+        cases = []
+        for code, rcode, flag, later in ((10, 0, 0, False), (11, 0, 0, True), (11, 19, 0, False), (200050, 0, 0, True),
+                                         (37, 0, RPC_ONEWAY, False), (310, 1, RPC_ONEWAY | 1, True)):
+            request = RemotingCommand.request(code)
+            request.flag = flag
+            cases.append((request, request.make_response(rcode), later))
+        # ages far from a bucket edge (1, 3, 5, 7, 10, 100, 1000, ... ms), so the two calls agree
+        ages = (0.0, 0.0019, 0.0041, 0.0062, 0.0085, 0.05, 0.5, 1.5, 4.0)
+        results = []
+        for count in (speedups.rpc_count, _rpc_count):
+            rows: dict = {}
+            missed: list = []
+
+            def fallback(request, response, started, later, rows=rows, missed=missed):
+                key = (request.code, response.code, later and request.code in lp, request.flag & RPC_ONEWAY)
+                missed.append(key)
+                rows[key] = [0] * (len(RPC_LATENCY_BUCKETS) + 2)
+
+            for request, response, later in cases:
+                for age in ages:
+                    count(rows, fallback, lp, RPC_LATENCY_BUCKETS, request, response, time.monotonic() - age, later)
+                count(rows, fallback, lp, RPC_LATENCY_BUCKETS, request, None, time.monotonic(), later)
+            results.append((rows, missed))
+        (c_rows, c_missed), (py_rows, py_missed) = results
+        self.assertEqual(c_missed, py_missed)
+        self.assertEqual(len(c_missed), len(cases))
+        self.assertEqual({k: v[:-1] for k, v in c_rows.items()}, {k: v[:-1] for k, v in py_rows.items()})
+        for key, row in c_rows.items():  # the sums of whole ms: a call may fall a ms later than its twin
+            self.assertLessEqual(abs(row[-1] - py_rows[key][-1]), len(ages))
+            self.assertGreaterEqual(row[-1], sum(int(a * 1000) for a in ages[1:]))
+
+    def test_rpc_count_refusals(self) -> None:
+        request = RemotingCommand.request(10)
+        response = request.make_response(0)
+        self.assertRaises(TypeError, speedups.rpc_count, {}, None, {11}, (1.0,), request, response, 1, False)
+        self.assertRaises(TypeError, speedups.rpc_count, {}, None, frozenset(), [1.0], request, response, 1.0, False)
+        self.assertRaises(AttributeError, speedups.rpc_count, {}, None, frozenset(), (1.0,), object(), response, 1.0,
+                          False)
+
+
 def _result(fn, *args):
     """The answer or the exception's class, whatever it is: hostile inputs may raise anything."""
     try:
