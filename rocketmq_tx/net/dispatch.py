@@ -137,7 +137,7 @@ class ProcessorTable:
         #: ``observer(request, response, started, later)`` told of every answer (the metrics'
         #: RPC latency): *started* is ``time.monotonic()`` at dispatch, *later* whether the
         #: answer came through a Deferred; ``None`` costs nothing.
-        self.observer: Callable[[RemotingCommand, RemotingCommand | None, float, bool], None] | None = None
+        self.observer: Callable[[RemotingCommand, RemotingCommand | None, float, bool], object] | None = None
         #: ``hook(request, deferred)`` told of every request answered later (not at once), with
         #: the Deferred of its answer: the broker counts those still waiting (its runtime info)
         self.on_deferred: Callable[[RemotingCommand, Deferred], object] | None = None
@@ -191,7 +191,7 @@ class ProcessorTable:
 
     @staticmethod
     def _observed(response: RemotingCommand | None, request: RemotingCommand, started: float,
-                  observer: Callable[[RemotingCommand, RemotingCommand | None, float, bool], None]) -> Any:
+                  observer: Callable[[RemotingCommand, RemotingCommand | None, float, bool], object]) -> Any:
         try:
             observer(request, response, started, True)
         except Exception:
