@@ -5,6 +5,7 @@ message and the op message), through the broker's own processor table, without t
 (issue #21's transactional ratio, the broker's share of it).
 
     python bench/txpath.py [--messages 20000] [--rounds 5] [--profile [--profile-plain]] [--metrics]
+    python bench/txpath.py --metrics-cost [--messages 2000] [--rounds 8]
 
 A broker controller (ASYNC_FLUSH, Java's default file sizes) on a temp store; 1 KiB bodies
 with the properties the 5.5.0 producer sends (UNIQ_KEY, WAIT, TAGS; and TRAN_MSG, PGROUP for
@@ -13,6 +14,12 @@ a half message). Prints the median µs of process CPU per message for each and t
 adds a cProfile of one transactional round (``--profile-plain``: a plain one); ``--metrics``
 runs the broker with its Prometheus counting on (issue #24's cost, in process). Run it on
 two commits, same machine, to compare.
+
+``--metrics-cost`` measures issue #24's cost alone: one broker with PROM on, plain sends
+with its counting switched on and off in turn (rounds of 3 × ``--messages``), the minimum
+µs per send of each over ``--rounds`` (the minimum: on a noisy machine the rounds a
+neighbour slowed down say nothing of the code), and what one scrape costs (collect and
+render, process CPU, median of 20).
 """
 
 from __future__ import annotations
@@ -93,6 +100,48 @@ def run(table, n: int, transactional: bool, ids: UniqueKeyGenerator, body: bytes
             assert ended.code == ResponseCode.SUCCESS, (ended.code, ended.remark)
 
 
+def metrics_cost(messages: int, rounds: int) -> None:
+    from prometheus_client.process_collector import ProcessCollector
+    from twisted.internet.defer import Deferred
+
+    from rocketmq_tx.metrics.core import render
+
+    root = tempfile.mkdtemp(prefix="txpath-")
+    try:
+        controller, table = start(root, True)
+        ids, body = UniqueKeyGenerator(), os.urandom(1024)
+        run(table, 3000, False, ids, body)  # warm-up, and every row made
+        metrics, observer = controller.metrics, table.observer
+        best: dict[bool, list[float]] = {False: [], True: []}
+        for k in range(rounds):
+            for on in ((True, False) if k % 2 == 0 else (False, True)):
+                controller.metrics, table.observer = (metrics, observer) if on else (None, None)
+                for _ in range(3):
+                    t0 = time.process_time()
+                    run(table, messages, False, ids, body)
+                    best[on].append((time.process_time() - t0) / messages * 1e6)
+        controller.metrics, table.observer = metrics, observer
+        off, on = min(best[False]), min(best[True])
+        print(f"plain send, metrics off {off:.1f} µs, on {on:.1f} µs: +{on - off:.1f} µs ({on / off - 1:+.1%}); "
+              f"minimum of {rounds} interleaved rounds of 3 x {messages:,}")
+        collector, scrapes = ProcessCollector(registry=None), []
+        for _ in range(20):
+            t0 = time.process_time()
+            families = metrics.collect()
+            if isinstance(families, Deferred):
+                got: list = []
+                families.addCallback(got.append)
+                while not got:
+                    controller.reactor.advance(0.01)
+                families = got[0]
+            render(families, collector)
+            scrapes.append((time.process_time() - t0) * 1000)
+        print(f"one scrape (collect + render): {statistics.median(scrapes):.2f} ms of CPU (median of 20)")
+        controller.shutdown()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=20_000)
@@ -100,7 +149,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--metrics", action="store_true", help="the broker with metricsExporterType=PROM")
     parser.add_argument("--profile-plain", action="store_true", help="--profile a plain round instead")
+    parser.add_argument("--metrics-cost", action="store_true",
+                        help="issue #24: plain sends with PROM counting on and off in turn, in one broker")
     args = parser.parse_args()
+    if args.metrics_cost:
+        metrics_cost(args.messages if args.messages != 20_000 else 2000, args.rounds if args.rounds != 5 else 8)
+        return
     root = tempfile.mkdtemp(prefix="txpath-")
     try:
         controller, table = start(root, args.metrics)
