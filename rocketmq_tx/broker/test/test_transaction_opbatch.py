@@ -14,7 +14,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from rocketmq_tx.broker.config import BrokerSettings, ConfigError
-from rocketmq_tx.broker.test.test_transaction import COMMIT, ROLLBACK, TransactionTestCase
+from rocketmq_tx.broker.test.test_transaction import COMMIT, ROLLBACK, TOPIC, TransactionTestCase
 from rocketmq_tx.broker.transaction import TRANS_OP_HALF_TOPIC, opbatch
 from rocketmq_tx.broker.transaction.opbatch import TransactionalOpBatchService
 from rocketmq_tx.broker.transaction.util import parse_op_body
@@ -106,9 +106,6 @@ class BatchedEndTransactionTests(TransactionTestCase):
         self.assertRaises(ConfigError, BrokerSettings({"transactionOpBatchInterval": -5}).validate)
 
 
-TOPIC = "TopicTx"
-
-
 class RecordingBridge:
     def __init__(self) -> None:
         self.bodies: list[tuple[int, bytes]] = []
@@ -170,7 +167,9 @@ class ServiceTests(SynchronousTestCase):
     def test_failed_write_logged(self) -> None:
         self.bridge.ok = False
         self.resolve(0, 5)
-        self.clock.advance(3)
+        with self.assertLogs("rocketmq_tx.broker.transaction", "ERROR") as logged:
+            self.clock.advance(3)
+        self.assertIn("Transaction batch op message write failed. body is 5, queueId is 0", logged.output[0])
         self.assertEqual(self.bridge.bodies, [(0, b"5")])
         self.assertEqual(self.service.pending(), 0)  # as Java: the offsets are gone with the failed message
 
