@@ -1721,9 +1721,9 @@ static PyObject *flusher_request(SyncFlusherObject *self, PyObject *arg)
 
 /*
  * wait(offset, timeout, lead=False) -> bool: whether offset is flushed; False after timeout or
- * stop(). A leading waiter (with a timeout above 0: a zero one only looks) that finds no sync
- * running does the sync itself, with the GIL released, rather than wake the flusher thread
- * and sleep until that wakes it in turn: two thread switches fewer per sync.
+ * stop(). A zero timeout only looks: it neither leads nor wakes the thread. A leading waiter
+ * that finds no sync running does the sync itself, with the GIL released, rather than wake
+ * the flusher thread and sleep until that wakes it in turn: two thread switches fewer per sync.
  */
 static PyObject *flusher_wait(SyncFlusherObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1741,14 +1741,15 @@ static PyObject *flusher_wait(SyncFlusherObject *self, PyObject *const *args, Py
     int lead = 0;
     if (nargs == 3 && (lead = PyObject_IsTrue(args[2])) < 0)
         return NULL;
-    if (!(timeout > 0))
-        lead = 0;
     if (st == NULL) {
         PyErr_SetString(PyExc_ValueError, "SyncFlusher is not initialised");
         return NULL;
     }
     if (__atomic_load_n(&st->flushed, __ATOMIC_ACQUIRE) >= offset)
         Py_RETURN_TRUE;
+    /* a zero timeout only looks: no kick, so it cannot see a sync it started itself */
+    if (!(timeout > 0))
+        Py_RETURN_FALSE;
     int ok;
     Py_BEGIN_ALLOW_THREADS
     struct timespec ts;

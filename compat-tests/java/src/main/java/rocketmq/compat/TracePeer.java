@@ -11,6 +11,7 @@ import org.apache.rocketmq.client.QueryResult;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -19,6 +20,7 @@ import org.apache.rocketmq.client.trace.TraceDataEncoder;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.remoting.exception.RemotingException;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -44,8 +46,19 @@ public final class TracePeer {
     private TracePeer() {
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
         Quiet.init();
+        try {
+            run(args);
+        } catch (Throwable t) {
+            // the clients' threads would keep the JVM up: fail now, with the cause on stdout
+            Out.json(Json.obj("event", "error", "error", t.getClass().getName() + ": " + t.getMessage()));
+            t.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    private static void run(String[] args) throws Exception {
         String namesrv = args[0];
         String topic = args[1];
         String traceTopicArg = "-".equals(args[5]) ? null : args[5];
@@ -64,7 +77,7 @@ public final class TracePeer {
         List<String> msgIds = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             Message msg = new Message(topic, "TagT", "tk-" + i, ("trace-" + i).getBytes(StandardCharsets.UTF_8));
-            SendResult r = producer.send(msg, 10_000);
+            SendResult r = send(producer, msg, deadline);
             msgIds.add(r.getMsgId());
             Out.json(Json.obj("event", "sent", "i", i, "status", r.getSendStatus(), "msgId", r.getMsgId(),
                 "offsetMsgId", r.getOffsetMsgId(), "queueId", r.getMessageQueue().getQueueId()));
@@ -117,6 +130,22 @@ public final class TracePeer {
         producer.shutdown();
         Out.json(Json.obj("event", "done"));
         System.exit(0);
+    }
+
+    /** A send retried until the deadline, as an application would: a first send on a loaded
+     *  machine can time out while the topic is being created from TBW102's route. */
+    private static SendResult send(DefaultMQProducer producer, Message msg, long deadline) throws Exception {
+        while (true) {
+            try {
+                return producer.send(msg, 10_000);
+            } catch (MQClientException | MQBrokerException | RemotingException e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                System.err.println("send failed, retrying: " + e);
+                Thread.sleep(500);
+            }
+        }
     }
 
     private static List<Map<String, Object>> query(DefaultMQAdminExt admin, String traceTopic, String msgId)
