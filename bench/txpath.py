@@ -144,8 +144,8 @@ def metrics_cost(messages: int, rounds: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--messages", type=int, help="per round (default 20,000; --metrics-cost: 2,000)")
+    parser.add_argument("--rounds", type=int, help="default 5 (--metrics-cost: 8)")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--metrics", action="store_true", help="the broker with metricsExporterType=PROM")
     parser.add_argument("--profile-plain", action="store_true", help="--profile a plain round instead")
@@ -153,8 +153,9 @@ def main() -> None:
                         help="issue #24: plain sends with PROM counting on and off in turn, in one broker")
     args = parser.parse_args()
     if args.metrics_cost:
-        metrics_cost(args.messages if args.messages != 20_000 else 2000, args.rounds if args.rounds != 5 else 8)
+        metrics_cost(args.messages or 2000, args.rounds or 8)
         return
+    args.messages, args.rounds = args.messages or 20_000, args.rounds or 5
     root = tempfile.mkdtemp(prefix="txpath-")
     try:
         controller, table = start(root, args.metrics)

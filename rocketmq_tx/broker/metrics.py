@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -33,6 +32,7 @@ from rocketmq_tx.metrics.core import (
     HistogramTable,
     SeriesTable,
     bool_label,
+    observe_row,
     parse_metrics_label,
 )
 from rocketmq_tx.metrics.rpc import RPC_LATENCY, RpcLatency
@@ -138,13 +138,15 @@ def _count_message_in(cache: dict[tuple[str, str], tuple[list, list]], fallback:
     rows = cache.get((topic, msg_type))
     if rows is None:
         return fallback(topic, msg_type, msg_num, wrote_bytes)
+    _add_in(rows, bounds, msg_num, wrote_bytes)
+    return None
+
+
+def _add_in(rows: tuple[list, list], bounds: tuple[float, ...], msg_num: int, wrote_bytes: int) -> None:
     row, size_row = rows
     row[0] += msg_num
     row[1] += wrote_bytes
-    size = wrote_bytes // msg_num if msg_num > 1 else wrote_bytes
-    size_row[bisect_left(bounds, size)] += 1
-    size_row[-1] += size
-    return None
+    observe_row(size_row, bounds, wrote_bytes // msg_num if msg_num > 1 else wrote_bytes)
 
 
 count_message_in = speedups.count_message_in if speedups else _count_message_in
@@ -219,17 +221,9 @@ class BrokerMetrics:
 
     def message_in(self, topic: str, msg_type: str, msg_num: int, wrote_bytes: int) -> None:
         """A send was stored (Java's SendMessageProcessor: not for retry and DLQ topics)."""
-        rows = self._in_rows.get((topic, msg_type))
-        if rows is None:
-            rows = self._message_in_rows(topic, msg_type)
-            if rows is None:
-                return
-        row, size_row = rows
-        row[0] += msg_num
-        row[1] += wrote_bytes
-        size = wrote_bytes // msg_num if msg_num > 1 else wrote_bytes
-        size_row[bisect_left(self.message_size.bounds, size)] += 1
-        size_row[-1] += size
+        rows = self._in_rows.get((topic, msg_type)) or self._message_in_rows(topic, msg_type)
+        if rows is not None:
+            _add_in(rows, self.message_size.bounds, msg_num, wrote_bytes)
 
     def _message_in_rows(self, topic: str, msg_type: str) -> tuple[list, list] | None:
         # The rows of a (topic, type) once found stay the rows (a table never drops one, and

@@ -121,10 +121,14 @@ class HistogramTable(SeriesTable):
         self.bounds = tuple(bounds)
 
     def observe(self, key: tuple, value: float) -> None:
-        row = self.rows.get(key) or self.new_row(key)
-        # bucket i holds bounds[i-1] < v <= bounds[i] (Prometheus' "le")
-        row[bisect_left(self.bounds, value)] += 1
-        row[-1] += value
+        observe_row(self.rows.get(key) or self.new_row(key), self.bounds, value)
+
+
+def observe_row(row: list, bounds: tuple[float, ...], value: float) -> None:
+    """One *value* into a histogram *row* (a count per bucket, then the sum)."""
+    # bucket i holds bounds[i-1] < v <= bounds[i] (Prometheus' "le")
+    row[bisect_left(bounds, value)] += 1
+    row[-1] += value
 
 
 class Family:

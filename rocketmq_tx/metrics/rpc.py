@@ -7,14 +7,13 @@ Java 5.x's ``NettyRemotingAbstract.writeResponse`` records it (both servers).
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from functools import partial
 
 from prometheus_client.core import Metric
 
 from rocketmq_tx.common.native import speedups
-from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS, Family, HistogramTable, bool_label
+from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS, Family, HistogramTable, bool_label, observe_row
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.command import RPC_ONEWAY
 
@@ -58,9 +57,7 @@ def _rpc_count(rows: dict[tuple[int, int, bool, int], list], fallback: Callable[
     row = rows.get((code, response.code, later and code in long_polling_codes, request.flag & RPC_ONEWAY))
     if row is None:
         return fallback(request, response, started, later)
-    # Java records whole milliseconds (Stopwatch.elapsed(MILLISECONDS))
-    row[bisect_left(bounds, elapsed_ms)] += 1
-    row[-1] += elapsed_ms
+    observe_row(row, bounds, elapsed_ms)  # Java records whole ms (Stopwatch.elapsed(MILLISECONDS))
     return None
 
 
@@ -102,12 +99,7 @@ class RpcLatency:
         code = request.code
         oneway = request.flag & RPC_ONEWAY
         k = (code, response.code, later and code in _LONG_POLLING_CODES, oneway)
-        row = self._rows.get(k)
-        if row is None:
-            row = self._row(k)
-        # Java records whole milliseconds (Stopwatch.elapsed(MILLISECONDS))
-        row[bisect_left(RPC_LATENCY_BUCKETS, elapsed_ms)] += 1
-        row[-1] += elapsed_ms
+        observe_row(self._rows.get(k) or self._row(k), RPC_LATENCY_BUCKETS, elapsed_ms)
 
     def _row(self, k: tuple[int, int, bool, int]) -> list:
         # the histogram row of a raw key, found once: a table never drops a row (the overflow
