@@ -287,10 +287,12 @@ FLOW_TOPICS = {"PxFifo": "FIFO", "PxDelay": "DELAY", "PxTx": "TRANSACTION", "PxA
 MIN_INVISIBLE_S = 10
 #: Timer precision (timerPrecisionMs, default 1 s on both brokers) and the lateness allowed on top:
 #: the delivered record's store time (the broker's clock), and the client's receive time (its long
-#: poll through the proxy on a shared 2-core machine).
+#: poll through the proxy). The slack is for a 2-core machine running two test workers and the
+#: proxy's JVMs: a delivery 8.8 s late was seen there. Early is never allowed, so a delay ignored
+#: (delivered at once) or a timer lost still fails.
 TICK_MS = 1000
-STORE_LATE_MS = TICK_MS + 1000
-RECV_LATE_MS = TICK_MS + 4000
+STORE_LATE_MS = TICK_MS + 3000
+RECV_LATE_MS = TICK_MS + 10000
 #: How long the DLQ flow's consumer keeps receiving after changing the invisible duration to 1 s.
 DLQ_WATCH_S = 12
 
