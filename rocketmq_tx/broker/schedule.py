@@ -215,7 +215,7 @@ class ScheduleMessageService:
                 self._head.pop(level, None)
             if offset >= hi:
                 return delivered
-            buf = cq.get_index_buffer(offset)
+            buf = cq.get_index_buffer(offset, (self.batch_size - delivered) * CQ_STORE_UNIT_SIZE)
             if buf is None:
                 return delivered  # Java also just retries 100 ms later
             data = buf[0]

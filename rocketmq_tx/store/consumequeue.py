@@ -199,10 +199,15 @@ class ConsumeQueue:
     def get_max_offset_in_queue(self) -> int:
         return self.mapped_file_queue.get_max_offset() // _UNIT
 
-    def get_index_buffer(self, start_index: int) -> tuple[bytes, int] | None:
+    def get_index_buffer(self, start_index: int, max_bytes: int | None = None) -> tuple[bytes, int] | None:
         """
         Entries from *start_index* to the end of the written part of its file (Java
-        ``getIndexBuffer``), as ``(bytes, start_index)``; ``None`` if that file is gone.
+        ``getIndexBuffer``), at most *max_bytes* of them, as ``(bytes, start_index)``; ``None``
+        if that file is gone.
+
+        Java hands out a slice of the mapping; this is a copy, so the callers bound it by
+        what they will read: unbounded, a consumer far behind would copy up to a whole file
+        (6 MB) to read 32 entries.
         """
         offset = start_index * _UNIT
         if offset < self.min_logic_offset:
@@ -214,7 +219,8 @@ class ConsumeQueue:
         wrote = f.wrote_position
         if pos >= wrote:
             return None
-        data = f.read(pos, wrote - pos)
+        size = wrote - pos if max_bytes is None else min(wrote - pos, max(max_bytes, _UNIT))
+        data = f.read(pos, size)
         if data is None:
             return None
         return data, start_index

@@ -161,7 +161,8 @@ class StoreReader:
                 # 4.9.x corrects to the max offset (5.x to the min offset when it is 0).
                 next_begin = self._correct(offset, max_offset)
             else:
-                buf = cq.get_index_buffer(offset)
+                max_filter_bytes = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE)
+                buf = cq.get_index_buffer(offset, max_filter_bytes)
                 if buf is None:
                     status = GetMessageStatus.OFFSET_FOUND_NULL
                     next_begin = self._correct(offset, cq.roll_next_file(offset))
@@ -170,7 +171,6 @@ class StoreReader:
                     status = GetMessageStatus.NO_MATCHED_MESSAGE
                     next_phy_file_start = -1
                     max_phy_pulling = 0
-                    max_filter_bytes = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE)
                     memory = self._total_memory * cfg.access_message_in_memory_max_ratio // 100
                     limit = min(len(data), max_filter_bytes)
                     # SQL92: the properties of each record whose tag hash passed (Java's second check).

@@ -125,7 +125,7 @@ class OffsetAdminProcessor(AdminProcessor):
             body.subscription_data = sub
             # Tag subscriptions have no filter data: Java writes JSON null as text.
             body.filter_data = f"{header.consumer_group}@{header.topic} is not online!" if sub is None else "null"
-        buffer = cq.get_index_buffer(header.index)
+        buffer = cq.get_index_buffer(header.index, max(header.count, 0) * _CQ_UNIT.size)
         if buffer is None:
             return request.make_response(
                 ResponseCode.SUCCESS, f"Index {header.index} of {header.queue_id}@{header.topic} is not exist!")

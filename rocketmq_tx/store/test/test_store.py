@@ -163,6 +163,29 @@ class PutGetTests(SynchronousTestCase):
         self.assertEqual(g.message_count, 32)  # maxTransferCountOnMessageInMemory
         self.assertEqual(g.next_begin_offset, 32)
 
+    def test_pull_reads_a_bounded_index(self) -> None:
+        """A pull far behind copies the ConsumeQueue entries it may scan (16,000 bytes, Java's
+        maxFilterMessageSize floor), not the rest of the file; the tag filter still reaches the
+        end of that window and says where the next pull starts."""
+        store = open_store(temp_root(self), Clock(), mapped_file_size_commit_log=1 << 20,
+                           mapped_file_size_consume_queue=20 * 2000)
+        self.addCleanup(store.shutdown)
+        for i in range(1200):
+            store.put_message(message(tags="A" if i == 1100 else "B", body=b"x"))
+        cq = store.find_consume_queue("TopicTest", 0)
+        self.assertEqual(len(cq.get_index_buffer(0)[0]), 1200 * 20)
+        self.assertEqual(len(cq.get_index_buffer(10, 100)[0]), 100)
+        self.assertEqual(len(cq.get_index_buffer(10, 0)[0]), 20)  # at least one entry
+        sizes: list[int] = []
+        original = type(cq).get_index_buffer
+        self.patch(type(cq), "get_index_buffer",
+                   lambda q, i, *bound: sizes.append(len(original(q, i, *bound)[0])) or original(q, i, *bound))
+        g = store.get_message("g", "TopicTest", 0, 0, 32, TagsFilter(["A"]))
+        self.assertEqual((g.status, g.next_begin_offset), (GetMessageStatus.NO_MATCHED_MESSAGE, 800))
+        g = store.get_message("g", "TopicTest", 0, 800, 32, TagsFilter(["A"]))
+        self.assertEqual((g.status, g.message_queue_offsets), (GetMessageStatus.FOUND, [1100]))
+        self.assertEqual(sizes, [16000, 8000])
+
     def test_lookups(self) -> None:
         s = self.store
         offsets = []

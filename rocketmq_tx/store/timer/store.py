@@ -335,7 +335,7 @@ class TimerMessageStore:
             offset = self.curr_queue_offset
             if offset >= cq.get_max_offset_in_queue():
                 break
-            buf = cq.get_index_buffer(offset)
+            buf = cq.get_index_buffer(offset, (budget - taken) * CQ_STORE_UNIT_SIZE)
             if buf is None:
                 break
             data = buf[0]
