@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -343,7 +342,7 @@ def test_config_takeover_both_ways(sides, tmp_path, java_classpath_5):
         _wait_config(store, "subscriptionGroup.json", "CUSTOMIZED")
         _wait_config(store, "messageRequestMode.json", '"POP"')
     taken = tmp_path / "tx-on-java-config"
-    shutil.copytree(java.store / "config", taken / "config")
+    tb.copy_live_config(java.store / "config", taken / "config")
     ours = tb.start_tx_broker(taken, None, name="tx-meta5-takeover", cluster="Meta5Cluster")
     try:
         side = Side("tx-takeover", tx.ns, ours.addr, taken, tx.classpath, tx.home, "tx-meta5-takeover")
@@ -351,7 +350,7 @@ def test_config_takeover_both_ways(sides, tmp_path, java_classpath_5):
     finally:
         ours.stop()
     handed = tmp_path / "java-on-tx-config"
-    shutil.copytree(tx.store / "config", handed / "config")
+    tb.copy_live_config(tx.store / "config", handed / "config")
     proc, addr, _ = rj.start_broker(java_classpath_5, java.ns, broker_name="java-meta5-takeover",
                                     cluster="Meta5Cluster", label="meta5-takeover", store_root=handed)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -267,6 +268,24 @@ def wait_committed(addr: str, group: str, topic: str, queues, timeout: float = 3
             if time.monotonic() > deadline:
                 raise AssertionError(f"consumer offsets of {group} never caught up: {state}")
             time.sleep(0.2)  # polling remote state, bounded by the deadline
+
+def copy_live_config(src: Path, dst: Path, attempts: int = 10) -> None:
+    """
+    ``shutil.copytree`` of a running broker's config directory. Both brokers persist a file
+    by writing a temporary one and renaming it over the old (Java's ``MixAll.string2File``
+    moves the old one to ``.bak`` first), so a file listed may be gone for a moment when it
+    is copied: the whole copy is then made again.
+    """
+    for attempt in range(attempts):
+        try:
+            shutil.copytree(src, dst)
+            return
+        except shutil.Error:
+            shutil.rmtree(dst, ignore_errors=True)
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.1)  # a rename in progress: copy again after it
+
 
 def broker_log_problems(text: str) -> list[str]:
     """Tracebacks and unhandled errors in a twistd log (a broker must log none under these tests)."""

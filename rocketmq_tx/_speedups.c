@@ -2144,6 +2144,179 @@ done:
     return out;
 }
 
+/* ---------------------------------------------------------------- JSON header, the plain shape */
+
+static PyObject *SerializeJSON, *LanguageByName, *LanguageOther, *s_extFields;
+
+/*
+ * json_command(header: object, body: bytes) -> RemotingCommand | None
+ * The command of a JSON header that orjson has parsed, when it has the shape every Java peer
+ * writes: code, opaque, flag (and version, if present) ints, language a name or an int,
+ * extFields absent or an object of strings, remark absent or a string. Anything else is None,
+ * and serialization.decode_json_header's general path (the twin) reads it.
+ */
+static PyObject *json_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (check_setup(RemotingCommand) < 0 || check_setup(SerializeJSON) < 0 || check_setup(LanguageByName) < 0
+        || check_setup(LanguageOther) < 0)
+        return NULL;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "json_command(header, body)");
+        return NULL;
+    }
+    PyObject *h = args[0];
+    if (!PyDict_CheckExact(h))
+        Py_RETURN_NONE;
+    PyObject *code, *opaque, *flag, *version, *language, *remark, *ext;
+    /* borrowed references; a lookup error is impossible with str keys in an exact dict */
+    code = PyDict_GetItemWithError(h, s_code);
+    opaque = PyDict_GetItemWithError(h, s_opaque);
+    flag = PyDict_GetItemWithError(h, s_flag);
+    version = PyDict_GetItemWithError(h, s_version);
+    language = PyDict_GetItemWithError(h, s_language);
+    remark = PyDict_GetItemWithError(h, s_remark);
+    ext = PyDict_GetItemWithError(h, s_extFields);
+    if (PyErr_Occurred())
+        return NULL;
+    if (code == NULL || !PyLong_CheckExact(code) || opaque == NULL || !PyLong_CheckExact(opaque) || flag == NULL
+        || !PyLong_CheckExact(flag) || (version != NULL && !PyLong_CheckExact(version)))
+        Py_RETURN_NONE;
+    if (remark == Py_None)
+        remark = NULL;
+    if (remark != NULL && !PyUnicode_CheckExact(remark))
+        Py_RETURN_NONE;
+    PyObject *ext_fields;
+    if (ext == NULL || ext == Py_None) {
+        if ((ext_fields = PyDict_New()) == NULL)
+            return NULL;
+    } else if (PyDict_CheckExact(ext)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(ext, &pos, &k, &v)) {
+            if (!PyUnicode_CheckExact(v))
+                Py_RETURN_NONE;
+        }
+        ext_fields = Py_NewRef(ext);
+    } else {
+        Py_RETURN_NONE;
+    }
+    PyObject *lang; /* new reference */
+    if (language == NULL) {
+        lang = PyLong_FromLong(0);
+    } else if (PyUnicode_CheckExact(language)) {
+        lang = PyDict_GetItemWithError(LanguageByName, language);
+        if (lang == NULL && PyErr_Occurred()) {
+            Py_DECREF(ext_fields);
+            return NULL;
+        }
+        lang = Py_NewRef(lang != NULL ? lang : LanguageOther);
+    } else if (PyLong_CheckExact(language)) {
+        lang = Py_NewRef(language);
+    } else {
+        lang = Py_NewRef(LanguageOther);
+    }
+    PyObject *result = NULL, *zero = NULL;
+    if (lang != NULL && (version != NULL || (zero = PyLong_FromLong(0)) != NULL)) {
+        PyObject *argv[9] = {code, lang, version != NULL ? version : zero, opaque, flag,
+                             remark != NULL ? remark : Py_None, ext_fields, args[1], SerializeJSON};
+        result = PyObject_Vectorcall(RemotingCommand, argv, 9, NULL);
+    }
+    Py_XDECREF(zero);
+    Py_XDECREF(lang);
+    Py_DECREF(ext_fields);
+    return result;
+}
+
+/* ---------------------------------------------------------------- POP extra info, the common shape */
+
+static PyObject *ExtraInfo;
+
+/* [+-]?[0-9]{1,max_digits} over p[0:n] into *out; 0, or -1 when it is not that */
+static int plain_number(const char *p, Py_ssize_t n, int max_digits, long long *out)
+{
+    Py_ssize_t i = 0;
+    int negative = 0;
+    if (n > 0 && (p[0] == '+' || p[0] == '-')) {
+        negative = p[0] == '-';
+        i = 1;
+    }
+    if (n - i < 1 || n - i > max_digits)
+        return -1;
+    long long v = 0; /* at most 18 digits: no overflow */
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = negative ? -v : v;
+    return 0;
+}
+
+/*
+ * parse_extra_info(text: str) -> ExtraInfo | None
+ * The 7- or 8-field extra info as ExtraInfo when every field has the shape extrainfo's regex
+ * fast path accepts (numbers short enough to be in range whatever their digits); None for
+ * anything else, which extrainfo.parse_extra_info's Python code reads (the twin).
+ */
+static PyObject *parse_extra_info(PyObject *self, PyObject *arg)
+{
+    if (check_setup(ExtraInfo) < 0)
+        return NULL;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "parse_extra_info(text: str)");
+        return NULL;
+    }
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(arg, &n);
+    if (s == NULL) { /* lone surrogates: not the common shape */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    const char *start[9];
+    Py_ssize_t len[9];
+    int fields = 0;
+    Py_ssize_t from = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || s[i] == ' ') {
+            if (fields == 8)
+                Py_RETURN_NONE;
+            start[fields] = s + from;
+            len[fields++] = i - from;
+            from = i + 1;
+        }
+    }
+    if (fields != 7 && fields != 8)
+        Py_RETURN_NONE;
+    static const int digits[8] = {18, 18, 18, 9, 0, 0, 9, 18};
+    long long v[8];
+    for (int f = 0; f < fields; f++) {
+        if (digits[f] == 0) {
+            if (len[f] == 0)
+                Py_RETURN_NONE;
+        } else if (plain_number(start[f], len[f], digits[f], &v[f]) < 0) {
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *argv[8] = {NULL};
+    PyObject *result = NULL;
+    int made = 1;
+    for (int f = 0; f < 8; f++) {
+        if (f == 7 && fields == 7)
+            argv[f] = Py_NewRef(Py_None);
+        else if (digits[f] == 0)
+            argv[f] = PyUnicode_DecodeUTF8(start[f], len[f], NULL);
+        else
+            argv[f] = PyLong_FromLongLong(v[f]);
+        if (argv[f] == NULL)
+            made = 0;
+    }
+    if (made)
+        result = PyObject_Vectorcall(ExtraInfo, argv, 8, NULL);
+    for (int f = 0; f < 8; f++)
+        Py_XDECREF(argv[f]);
+    return result;
+}
+
 /* ---------------------------------------------------------------- module */
 
 /* _setup(name, value): the Python classes this module raises or builds, set by their owners. */
@@ -2366,6 +2539,14 @@ static PyObject *setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         slot = &SerializeRocketMQ;
     else if (strcmp(name, "LocalProtocolError") == 0)
         slot = &LocalProtocolError;
+    else if (strcmp(name, "SerializeType.JSON") == 0)
+        slot = &SerializeJSON;
+    else if (strcmp(name, "LanguageByName") == 0)
+        slot = &LanguageByName;
+    else if (strcmp(name, "LanguageCode.OTHER") == 0)
+        slot = &LanguageOther;
+    else if (strcmp(name, "ExtraInfo") == 0)
+        slot = &ExtraInfo;
     else
         return PyErr_Format(PyExc_KeyError, "_setup: unknown name %R", args[0]);
     Py_XSETREF(*slot, Py_NewRef(args[1]));
@@ -2396,6 +2577,9 @@ static PyMethodDef methods[] = {
     {"encode_rocketmq_header", encode_rocketmq_header, METH_O, "The ROCKETMQ binary header of a RemotingCommand."},
     {"decode_rocketmq_header", (PyCFunction)(void (*)(void))decode_rocketmq_header, METH_FASTCALL,
      "A ROCKETMQ binary header as a RemotingCommand."},
+    {"json_command", (PyCFunction)(void (*)(void))json_command, METH_FASTCALL,
+     "The RemotingCommand of an orjson-parsed JSON header of the plain shape, or None."},
+    {"parse_extra_info", parse_extra_info, METH_O, "A POP extra-info string of the common shape, or None."},
     {"message_type", message_type, METH_O, "The TopicMessageType metric value of a send's properties."},
     {"count_message_in", (PyCFunction)(void (*)(void))count_message_in, METH_FASTCALL,
      "rocketmq_messages_in and rocketmq_message_size for one stored send."},
@@ -2415,6 +2599,7 @@ PyMODINIT_FUNC PyInit__speedups(void)
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_code, "code"}, {&s_language, "language"}, {&s_version, "version"}, {&s_opaque, "opaque"},
         {&s_flag, "flag"}, {&s_remark, "remark"}, {&s_ext_fields, "ext_fields"}, {&s_items, "items"},
+        {&s_extFields, "extFields"},
         {&s_topic, "topic"}, {&s_body, "body"}, {&s_properties, "properties"}, {&s_queue_id, "queue_id"},
         {&s_sys_flag, "sys_flag"}, {&s_born_timestamp, "born_timestamp"}, {&s_reconsume_times, "reconsume_times"},
         {&s_prepared_transaction_offset, "prepared_transaction_offset"}, {&s_tags_code, "tags_code"},

@@ -128,6 +128,9 @@ class ProcessorTable:
         default: IRequestProcessor | None = None,
     ) -> None:
         self._processors: dict[int, IRequestProcessor] = dict(processors or {})
+        #: the codes of HandlerProcessors that keep the base dispatch and flow control: their
+        #: handlers, called without the processor's two calls in between (every request)
+        self._handlers: dict[int, Handler] = {}
         self.default = default
         self.refusals = RefusalLog()
         #: ``hook(ctx, request)`` run before every processor (Java's server RPC hooks'
@@ -145,6 +148,7 @@ class ProcessorTable:
     def register(self, code: int, processor: IRequestProcessor) -> None:
         """Route requests with *code* to *processor*."""
         self._processors[int(code)] = processor
+        self._handlers.pop(int(code), None)
 
     def register_handlers(self, processor: HandlerProcessor) -> None:
         """
@@ -157,6 +161,11 @@ class ProcessorTable:
             if other is not None and other is not processor:
                 raise ValueError(f"code {int(code)} is {type(other).__name__}'s already")
             self.register(code, processor)
+        kind = type(processor)
+        if kind.process_request is HandlerProcessor.process_request and \
+                kind.reject_request is HandlerProcessor.reject_request:
+            for code, handler in processor.handlers.items():
+                self._handlers[int(code)] = handler
 
     def codes(self) -> frozenset[int]:
         """Every explicitly registered code."""
@@ -199,11 +208,14 @@ class ProcessorTable:
         return response
 
     def _dispatch(self, ctx: IRemotingContext, request: RemotingCommand) -> RemotingCommand | Deferred | None:
-        processor = self._processors.get(request.code, self.default)
-        if processor is None:
-            return self._refused(request.make_unsupported_response(), ctx, request)
-        if processor.reject_request():
-            return self._refused(request.make_response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK), ctx, request)
+        handler = self._handlers.get(request.code)
+        if handler is None:
+            processor = self._processors.get(request.code, self.default)
+            if processor is None:
+                return self._refused(request.make_unsupported_response(), ctx, request)
+            if processor.reject_request():
+                return self._refused(request.make_response(ResponseCode.SYSTEM_BUSY, REJECT_REMARK), ctx, request)
+            handler = processor.process_request
         if self.before_request is not None:
             try:
                 refusal = self.before_request(ctx, request)
@@ -212,7 +224,7 @@ class ProcessorTable:
             if refusal is not None:
                 return refusal  # the hook logs its refusals its own way
         try:
-            result = processor.process_request(ctx, request)
+            result = handler(ctx, request)
         except Exception:
             return self._failed(Failure(), ctx, request)
         if type(result) is not RemotingCommand and isinstance(result, Deferred):  # type() first, as above

@@ -102,16 +102,10 @@ class RemotingCommand:
         Build the response to this request: same opaque, response flag set and, unless
         told otherwise, the request's serialization (what Java 4.9.4+ servers do).
         """
-        return RemotingCommand(
-            code=code,
-            version=DEFAULT_VERSION,
-            opaque=self.opaque,
-            flag=RPC_TYPE_RESPONSE,
-            remark=remark,
-            ext_fields=dict(ext_fields) if ext_fields else {},
-            body=body,
-            serialize_type=self.serialize_type if serialize_type is None else serialize_type,
-        )
+        # positional, in field order: one per request answered
+        return RemotingCommand(code, LanguageCode.PYTHON, DEFAULT_VERSION, self.opaque, RPC_TYPE_RESPONSE, remark,
+                               dict(ext_fields) if ext_fields else {}, body,
+                               self.serialize_type if serialize_type is None else serialize_type)
 
     def make_unsupported_response(self) -> RemotingCommand:
         """REQUEST_CODE_NOT_SUPPORTED with Java's remark text (leading space included)."""

@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 _orjson_loads = orjson.loads
+#: the plain-shape fast path of decode_json_header (C only: its twin is the general path)
+_json_command: Callable[[Any, bytes], RemotingCommand | None] | None = speedups.json_command if speedups else None
 _STR = itertools.repeat(str)
 _LANGUAGE_NAMES = {member.value: member.name for member in LanguageCode}
 _LANGUAGE_BY_NAME = {member.name: member.value for member in LanguageCode}
@@ -99,6 +101,10 @@ def decode_json_header(data: bytes, body: bytes) -> RemotingCommand:
     lenient = False
     try:
         header = _orjson_loads(data)
+        if _json_command is not None:  # the shape every Java peer writes, checked and built in C
+            cmd = _json_command(header, body)
+            if cmd is not None:
+                return cmd
     except orjson.JSONDecodeError:
         # Not strict JSON: read it the way fastjson would.
         try:
@@ -106,6 +112,12 @@ def decode_json_header(data: bytes, body: bytes) -> RemotingCommand:
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise RemoteProtocolError(f"undecodable JSON header: {e}") from None
         lenient = True
+    return _json_header_command(header, lenient, body)
+
+
+def _json_header_command(header: Any, lenient: bool, body: bytes) -> RemotingCommand:
+    """The command of a parsed JSON header (*lenient*: parsed by :mod:`fastjson`); the
+    general path, and the twin of ``_speedups.json_command``."""
     if type(header) is not dict:
         raise RemoteProtocolError("JSON header is not an object")
     get = header.get
@@ -243,6 +255,9 @@ def _decode_rocketmq_header(data: bytes, body: bytes) -> RemotingCommand:
 
 
 if speedups:
+    speedups._setup("SerializeType.JSON", SerializeType.JSON)
+    speedups._setup("LanguageByName", _LANGUAGE_BY_NAME)
+    speedups._setup("LanguageCode.OTHER", LanguageCode.OTHER)
     speedups._setup("RemoteProtocolError", RemoteProtocolError)
     speedups._setup("RemotingCommand", RemotingCommand)
     speedups._setup("SerializeType.ROCKETMQ", SerializeType.ROCKETMQ)

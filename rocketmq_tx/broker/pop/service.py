@@ -98,6 +98,9 @@ class PopService:
         self._ck_counter = itertools.count()
         #: revive queue -> next offset to read while recovering (absent once caught up)
         self._recover_cursor: dict[int, int] = {}
+        #: a record tag -> its properties text and tag hash (the same three tags every time)
+        self._record_props: dict[str, tuple[bytes, int]] = {}
+        self._host: tuple[str, tuple[str, int]] | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -176,8 +179,11 @@ class PopService:
         return next(self._ck_counter) % self.revive_queue_num
 
     def _store_host(self) -> tuple[str, int]:
-        ip, _, port = self.controller.broker_addr.rpartition(":")
-        return ip, int(port)
+        addr = self.controller.broker_addr
+        if self._host is None or self._host[0] != addr:  # parsed once per address (one record per ack)
+            ip, _, port = addr.rpartition(":")
+            self._host = addr, (ip, int(port))
+        return self._host[1]
 
     def _write(self, tag: str, body: bytes, revive_qid: int, deliver_ms: int) -> int | None:
         """Append one revive record; its queue offset, or ``None`` if the store refused it."""
@@ -190,9 +196,12 @@ class PopService:
         # property, so no timer store (ours or Java's) holds it back: the due time is kept here.
         del deliver_ms
         props = {MessageConst.PROPERTY_TAGS: tag, MessageConst.PROPERTY_WAIT_STORE_MSG_OK: "false"}
+        cached = self._record_props.get(tag)
+        if cached is None:
+            cached = self._record_props[tag] = properties_to_string(props).encode(), java_string_hash(tag)
         host = self._store_host()
-        msg = MessageExtBrokerInner(self.revive_topic, body, properties_to_string(props).encode(), revive_qid, 0, 0,
-                                    self.controller.now_ms(), host, host, 0, tags_code=java_string_hash(tag),
+        msg = MessageExtBrokerInner(self.revive_topic, body, cached[0], revive_qid, 0, 0,
+                                    self.controller.now_ms(), host, host, 0, tags_code=cached[1],
                                     property_map=props, wait_store_msg_ok=False)
         # Appended now; a SYNC_FLUSH wait is not needed (Java's merge service does not wait either).
         begin = self.controller.reactor.seconds()

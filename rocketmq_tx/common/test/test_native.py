@@ -74,6 +74,10 @@ class NativeTests(SynchronousTestCase):
         self.assertIs(reader.record_properties, speedups.record_properties)
         self.assertIs(serialization.decode_rocketmq_header, speedups.decode_rocketmq_header)
         self.assertIs(serialization.encode_rocketmq_header, speedups.encode_rocketmq_header)
+        self.assertIs(serialization._json_command, speedups.json_command)
+        from rocketmq_tx.remoting import extrainfo
+
+        self.assertIs(extrainfo._fast_parse, speedups.parse_extra_info)
 
     def test_java_hash_vectors(self) -> None:
         # Values from Java's String.hashCode.
@@ -238,6 +242,67 @@ class NativeTests(SynchronousTestCase):
         cmd = RemotingCommand(code, language, version, opaque, flag, remark, ext, b"", SerializeType.ROCKETMQ)
         self.assertEqual(_outcome(speedups.encode_rocketmq_header, cmd),
                          _outcome(serialization._encode_rocketmq_header, cmd))
+
+    @given(st.dictionaries(
+        st.sampled_from(["code", "opaque", "flag", "version", "language", "remark", "extFields", "other"]),
+        st.one_of(st.none(), st.booleans(), int64, st.floats(allow_nan=False), st.text(max_size=6),
+                  st.sampled_from(["JAVA", "GO", "PYTHON", "CPP", "NOPE"]),
+                  st.dictionaries(st.text(max_size=4), st.one_of(st.text(max_size=4), st.integers(), st.none()),
+                                  max_size=3),
+                  st.lists(st.integers(), max_size=2)),
+        max_size=8), st.binary(max_size=3))
+    def test_json_command(self, header: dict, body: bytes) -> None:
+        """The plain-shape fast path builds what the general path builds, or declines (None)."""
+        self._same_json_command(header, body)
+
+    @given(code=int64, opaque=int32, flag=int32, version=st.one_of(st.none(), st.integers(0, 500)),
+           language=st.one_of(st.none(), st.sampled_from(["JAVA", "GO", "OTHER", "x"]), st.integers(0, 20)),
+           remark=st.one_of(st.none(), st.text(max_size=6)),
+           ext=st.one_of(st.none(), st.dictionaries(st.text(max_size=6), st.text(max_size=6), max_size=5)))
+    def test_json_command_plain(self, code, opaque, flag, version, language, remark, ext) -> None:
+        """Every header of the shape Java writes takes the fast path."""
+        header = {"code": code, "opaque": opaque, "flag": flag, "serializeTypeCurrentRPC": "JSON"}
+        for key, value in (("version", version), ("language", language), ("remark", remark), ("extFields", ext)):
+            if value is not None:
+                header[key] = value
+        self.assertIsNotNone(speedups.json_command(header, b"b"))
+        self._same_json_command(header, b"b")
+
+    def _same_json_command(self, header: dict, body: bytes) -> None:
+        def fields(cmd):
+            return (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.ext_fields, cmd.body,
+                    cmd.serialize_type)
+
+        c = speedups.json_command(header, body)
+        if c is None:
+            return
+        python = serialization._json_header_command(header, False, body)
+        self.assertEqual(fields(c), fields(python))
+        self.assertIs(type(c.language), type(python.language))
+
+    @given(st.lists(st.one_of(st.integers(-(10**19), 10**19).map(str), st.sampled_from(["+7", "-0", "007", "", "x"]),
+                              st.text(max_size=4)), min_size=0, max_size=10).map(" ".join))
+    def test_parse_extra_info(self, text: str) -> None:
+        """The C shape gives what the Python paths give, or declines (None)."""
+        from rocketmq_tx.remoting import extrainfo as ei
+
+        c = speedups.parse_extra_info(text)
+        python = _outcome(ei._parse_extra_info, text)
+        if c is not None:
+            self.assertEqual(("ok", c), python)
+        if ei._EXTRA_INFO.fullmatch(text) is not None:  # the regex's shape is always taken in C
+            self.assertIsNotNone(c)
+
+    def test_parse_extra_info_vectors(self) -> None:
+        from rocketmq_tx.remoting import extrainfo as ei
+
+        self.assertEqual(speedups.parse_extra_info("1 2 3 4 0 broker-a 5 6"),
+                         ei.ExtraInfo(1, 2, 3, 4, "0", "broker-a", 5, 6))
+        self.assertEqual(speedups.parse_extra_info("-1 +2 3 999999999 1 b\u00e9 0"),
+                         ei.ExtraInfo(-1, 2, 3, 999999999, "1", "b\u00e9", 0, None))
+        for declined in ("1 2 3 4 0 b 5 6 7", "1 2 3 4 0 b", "1 2 3 1234567890 0 b 5", "1  2 3 4 0 b 5",
+                         "1 2 3 4 0 b 5 ", "1 2 3 4 0 b \ud800", "1 2 3 4 0 \ud800 5", "1 2 3 4 0 b 5_0"):
+            self.assertIsNone(speedups.parse_extra_info(declined), declined)
 
     def test_encode_rocketmq_header_long_key(self) -> None:
         cmd = RemotingCommand(1, 0, 0, 1, 0, None, {"k" * 40000: "v"}, b"", SerializeType.ROCKETMQ)

@@ -7,7 +7,7 @@ from twisted.logger import capturedLogs, formatEvent
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 
-from rocketmq_tx.net.dispatch import IRequestProcessor, ProcessorTable, RefusalLog
+from rocketmq_tx.net.dispatch import HandlerProcessor, IRequestProcessor, ProcessorTable, RefusalLog
 from rocketmq_tx.remoting import RemotingCommand, ResponseCode
 
 
@@ -99,3 +99,38 @@ class OnDeferredTests(SynchronousTestCase):
         later = table.dispatch(Ctx(), RemotingCommand.request(10, {"answer": "0", "later": "1"}))
         self.assertIsInstance(now, RemotingCommand)
         self.assertEqual(told, [(10, later)])
+
+
+class HandlerRoutingTests(SynchronousTestCase):
+    """register_handlers: a plain HandlerProcessor's handlers are called directly; one with its
+    own flow control (reject_request) or dispatch is still asked first."""
+
+    def test_plain_and_busy_processors(self) -> None:
+        class Plain(HandlerProcessor):
+            def __init__(self) -> None:
+                self.handlers = {10: lambda ctx, request: request.make_response(ResponseCode.SUCCESS, "plain")}
+
+        class Busy(HandlerProcessor):
+            def __init__(self) -> None:
+                self.busy = False
+                self.handlers = {11: lambda ctx, request: request.make_response(ResponseCode.SUCCESS, "busy")}
+
+            def reject_request(self) -> bool:
+                return self.busy
+
+        table = ProcessorTable()
+        busy = Busy()
+        table.register_handlers(Plain())
+        table.register_handlers(busy)
+        self.assertEqual(table.dispatch(Ctx(), RemotingCommand.request(10)).remark, "plain")
+        self.assertEqual(table.dispatch(Ctx(), RemotingCommand.request(11)).remark, "busy")
+        busy.busy = True
+        self.assertEqual(table.dispatch(Ctx(), RemotingCommand.request(11)).code, ResponseCode.SYSTEM_BUSY)
+        # a later register() of the code wins over the direct route
+        table.register(10, Answers())
+        self.assertEqual(table.dispatch(Ctx(), RemotingCommand.request(10, {"answer": "1"})).code, 1)
+        # the ACL-style hook still runs before a direct handler
+        table = ProcessorTable()
+        table.register_handlers(Plain())
+        table.before_request = lambda ctx, request: request.make_response(ResponseCode.NO_PERMISSION, "hook")
+        self.assertEqual(table.dispatch(Ctx(), RemotingCommand.request(10)).remark, "hook")
