@@ -149,6 +149,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--metrics", action="store_true", help="the broker with metricsExporterType=PROM")
     parser.add_argument("--profile-plain", action="store_true", help="--profile a plain round instead")
+    parser.add_argument("--callees", type=lambda text: [n for n in text.split(",") if n], default=[],
+                        help="--profile: also what these functions (comma-separated pstats patterns) call")
     parser.add_argument("--metrics-cost", action="store_true",
                         help="issue #24: plain sends with PROM counting on and off in turn, in one broker")
     args = parser.parse_args()
@@ -174,7 +176,10 @@ def main() -> None:
         if args.profile:
             profile = cProfile.Profile()
             profile.runcall(run, table, args.messages, not args.profile_plain, ids, body)
-            pstats.Stats(profile).sort_stats("tottime").print_stats(int(os.environ.get("NSTATS", "25")))
+            stats = pstats.Stats(profile)
+            stats.sort_stats("tottime").print_stats(int(os.environ.get("NSTATS", "25")))
+            for name in args.callees:
+                stats.print_callees(name)
         controller.shutdown()
     finally:
         shutil.rmtree(root, ignore_errors=True)

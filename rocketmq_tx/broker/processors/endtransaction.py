@@ -61,6 +61,7 @@ class EndTransactionProcessor(HandlerProcessor):
             raise RemotingCommandError("commitOrRollback field wrong")
         if self.controller.store_config.broker_role is BrokerRole.SLAVE:
             log.warn("Message store is slave mode, so end transaction is forbidden.")
+            self.service.recent_halves.clear()  # a master again may have had its log cut
             return request.make_response(ResponseCode.SLAVE_NOT_AVAILABLE)
         state = header.commit_or_rollback
         peer = getattr(ctx, "peer", "?")

@@ -44,6 +44,12 @@ SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 _RW = PermName.PERM_READ | PermName.PERM_WRITE
 
 
+def _passing_through(result: Any, call: Any, *args: Any) -> Any:
+    """A callback that calls ``call(*args, result)`` and passes *result* on."""
+    call(*args, result)
+    return result
+
+
 def _peer(ctx: IRemotingContext) -> tuple[str, int]:
     try:
         return _split_peer(ctx.peer)
@@ -250,7 +256,13 @@ class SendMessageProcessor(HandlerProcessor):
             real_queue_id = msg.queue_id
             uniq_key = props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             self.controller.transactional_message_bridge.prepare_half_message(msg, props)
-            return self._finish(request, self.controller.put_message(msg), real_queue_id, uniq_key,
+            result = self.controller.put_message(msg)
+            stored = self.controller.transactional_message_service.half_message_stored
+            if hasattr(result, "addCallback"):
+                result.addCallback(_passing_through, stored, msg)
+            else:
+                stored(msg, result)
+            return self._finish(request, result, real_queue_id, uniq_key,
                                 None if self.controller.metrics is None else (msg.topic, message_type(props)))
         # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
         # for WAIT=true) but honours it.

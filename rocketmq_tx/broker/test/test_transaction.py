@@ -238,6 +238,73 @@ class EndTransactionTests(TransactionTestCase):
         self.assertEqual(response.code, ResponseCode.SYSTEM_ERROR)
 
 
+class EndTransactionFromStoreTests(EndTransactionTests):
+    """The same, each half message read back from the store (none kept in memory)."""
+
+    def start_broker(self) -> None:
+        super().start_broker()
+        self.controller.transactional_message_service.recent_halves.max_count = 0
+
+
+class RecentHalfMessagesTests(TransactionTestCase):
+    def test_kept_half_reads_as_the_store_does(self) -> None:
+        """The half message END_TRANSACTION gets from memory has every field a read of its
+        record gives (but the body CRC, which nothing there uses), and is then forgotten."""
+        service = self.controller.transactional_message_service
+        self.send_half(body=b"first")
+        self.send_half(body=b"second", queue_id=1, KEYS="k2 k3")
+        offset = self.store.look_message_by_offset(0).store_size
+        stored = self.store.look_message_by_offset(offset)
+        self.assertEqual(len(service.recent_halves), 2)
+        kept = service.get_half_message_by_offset(offset)
+        self.assertIsNotNone(kept)
+        for name in ("topic", "body", "flag", "properties", "queue_id", "store_size", "queue_offset",
+                     "born_timestamp", "born_host", "store_timestamp", "store_host", "commit_log_offset",
+                     "reconsume_times", "prepared_transaction_offset", "offset_msg_id"):
+            self.assertEqual(getattr(kept, name), getattr(stored, name), name)
+        mask = MessageSysFlag.TRANSACTION_MASK  # (the codec adds the IPv6 bits from the hosts)
+        self.assertEqual(kept.sys_flag & mask, stored.sys_flag & mask)
+        self.assertEqual(len(service.recent_halves), 1)
+        # the second time from the store
+        self.assertEqual(service.get_half_message_by_offset(offset), stored)
+        self.assertEqual(self.end(offset, 1, COMMIT).code, ResponseCode.SUCCESS)
+
+    def test_bounded(self) -> None:
+        from rocketmq_tx.broker.transaction.service import RecentHalfMessages
+        from rocketmq_tx.store import MessageExtBrokerInner
+        halves = RecentHalfMessages(max_count=3, max_bytes=100)
+
+        def inner(body: bytes) -> MessageExtBrokerInner:
+            return MessageExtBrokerInner(TRANS_HALF_TOPIC, body, b"A\x01b\x02", property_map={"A": "b"})
+
+        for i in range(5):
+            halves.add(inner(b"x"), i * 100, i, 100, ("127.0.0.1", 1), T0)
+        self.assertEqual((len(halves), halves.size), (3, 15))  # the oldest two dropped
+        self.assertIsNone(halves.pop(0, 0, 10 ** 6))
+        halves.add(inner(b"y" * 90), 500, 5, 100, ("127.0.0.1", 1), T0)  # 94 bytes: two more dropped
+        self.assertEqual((len(halves), halves.size), (2, 99))
+        halves.add(inner(b"z" * 200), 600, 6, 300, ("127.0.0.1", 1), T0)  # larger than the bound: not kept
+        self.assertEqual((len(halves), halves.size), (2, 99))
+        # a record no longer within the CommitLog's offsets is not used (and forgotten)
+        self.assertIsNone(halves.pop(500, 0, 550))
+        self.assertEqual((len(halves), halves.size), (1, 5))
+        self.assertEqual(halves.pop(400, 0, 550).queue_offset, 4)
+        self.assertEqual((len(halves), halves.size), (0, 0))
+
+    def test_not_kept_when_not_stored_as_half(self) -> None:
+        """A half message the store moved elsewhere (a delay level: the schedule topic) is read
+        back from the store, as the rest; the slave refusal forgets every kept one."""
+        service = self.controller.transactional_message_service
+        self.send_half(DELAY="3")
+        self.assertEqual(len(service.recent_halves), 0)
+        self.send_half()
+        self.assertEqual(len(service.recent_halves), 1)
+        from rocketmq_tx.store.config import BrokerRole
+        self.controller.store_config.broker_role = BrokerRole.SLAVE
+        self.assertEqual(self.end(0, 0, COMMIT).code, ResponseCode.SLAVE_NOT_AVAILABLE)
+        self.assertEqual(len(service.recent_halves), 0)
+
+
 class SyncFlushTests(TransactionTestCase):
     """SYNC_FLUSH: the half message and (WAIT=true carried over, as Java) the commit wait for the disk."""
 

@@ -32,9 +32,10 @@ from rocketmq_tx.broker.transaction.util import (
     renew_half_message,
 )
 from rocketmq_tx.common.message import MessageConst, MessageExt
+from rocketmq_tx.store import MessageExtBrokerInner, PutMessageResult
 from rocketmq_tx.store.status import PutMessageStatus
 
-__all__ = ["TransactionalMessageService", "CheckListener", "MAX_PROCESS_TIME_LIMIT"]
+__all__ = ["TransactionalMessageService", "RecentHalfMessages", "CheckListener", "MAX_PROCESS_TIME_LIMIT"]
 
 log = logging.getLogger("rocketmq_tx.broker.transaction")
 
@@ -58,6 +59,60 @@ def _java_int(text: str) -> int:
     return value if -(1 << 31) <= value < (1 << 31) else -1
 
 
+class RecentHalfMessages:
+    """
+    The half messages this broker stored lately and no END_TRANSACTION has named yet, by
+    CommitLog offset: a producer commits right after its send, and reading the record back
+    (as Java does) and decoding it was a quarter of END_TRANSACTION's time in the broker
+    (``bench/txpath.py --profile``). Bounded in count and
+    bytes, oldest dropped first; a miss reads the store, as before. An entry is only used
+    while its record is still within the CommitLog's offsets.
+    """
+
+    def __init__(self, max_count: int = 4096, max_bytes: int = 16 << 20) -> None:
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self.size = 0
+        #: offset -> (the stored half message, its queue offset, record size, bytes held,
+        #: store host, store timestamp)
+        self._halves: dict[int, tuple[MessageExtBrokerInner, int, int, int, tuple[str, int], int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._halves)
+
+    def add(self, inner: MessageExtBrokerInner, commit_log_offset: int, queue_offset: int, record_size: int,
+            store_host: tuple[str, int], store_timestamp: int) -> None:
+        held = len(inner.body) + len(inner.properties)
+        if held > self.max_bytes:
+            return
+        halves = self._halves
+        halves[commit_log_offset] = (inner, queue_offset, record_size, held, store_host, store_timestamp)
+        self.size += held
+        while len(halves) > self.max_count or self.size > self.max_bytes:
+            oldest = next(iter(halves))
+            self.size -= halves.pop(oldest)[3]
+
+    def pop(self, commit_log_offset: int, min_offset: int, max_offset: int) -> MessageExt | None:
+        """The half message at *commit_log_offset* as a read of it would give (the fields
+        END_TRANSACTION uses), or ``None``; forgotten either way."""
+        entry = self._halves.pop(commit_log_offset, None)
+        if entry is None:
+            return None
+        inner, queue_offset, record_size, held, store_host, store_timestamp = entry
+        self.size -= held
+        if commit_log_offset < min_offset or commit_log_offset + record_size > max_offset:
+            return None
+        props = inner.property_map
+        assert props is not None
+        return MessageExt(inner.topic, inner.body, inner.flag, dict(props), None, inner.queue_id, record_size,
+                          queue_offset, inner.sys_flag, inner.born_timestamp, inner.born_host, store_timestamp,
+                          store_host, commit_log_offset, 0, inner.reconsume_times)
+
+    def clear(self) -> None:
+        self._halves.clear()
+        self.size = 0
+
+
 class TransactionalMessageService:
     """
     :param bridge: the store side.
@@ -72,12 +127,28 @@ class TransactionalMessageService:
         self.file_reserved_hours = file_reserved_hours
         #: 5.x's batched op messages; without it each is written at once (4.9)
         self.op_batch = op_batch
+        self.recent_halves = RecentHalfMessages()
 
     # ------------------------------------------------------------------ END_TRANSACTION
+
+    def half_message_stored(self, inner: MessageExtBrokerInner, result: PutMessageResult | None) -> None:
+        """SEND_MESSAGE stored *inner* as a half message (*result* its put result): kept for
+        its END_TRANSACTION. A put the store rewrote (a delay level, a timer) is not kept."""
+        if result is None or result.status is not PutMessageStatus.PUT_OK:
+            return
+        append = result.append_result
+        if append is not None and append.store_host is not None and inner.topic == TRANS_HALF_TOPIC \
+                and inner.property_map is not None:
+            self.recent_halves.add(inner, append.wrote_offset, append.logics_offset, append.wrote_bytes,
+                                   append.store_host, append.store_timestamp)
 
     def get_half_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
         """Java ``commitMessage``/``rollbackMessage``: the half message, or ``None``
         ("Find prepared transaction message failed")."""
+        store = self.bridge.store
+        half = self.recent_halves.pop(commit_log_offset, store.get_min_phy_offset(), store.get_max_phy_offset())
+        if half is not None:
+            return half
         return self.bridge.look_message_by_offset(commit_log_offset)
 
     def delete_prepare_message(self, half: MessageExt) -> bool:
