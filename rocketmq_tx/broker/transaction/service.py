@@ -64,9 +64,9 @@ class RecentHalfMessages:
     The half messages this broker stored lately and no END_TRANSACTION has named yet, by
     CommitLog offset: a producer commits right after its send, and reading the record back
     (as Java does) and decoding it was a quarter of END_TRANSACTION's time in the broker
-    (``bench/txpath.py --profile``). Bounded in count and
-    bytes, oldest dropped first; a miss reads the store, as before. An entry is only used
-    while its record is still within the CommitLog's offsets.
+    (``bench/txpath.py --profile``). Bounded in count and bytes, oldest dropped first; a
+    miss reads the store, as before. An entry is only used while its record is still within
+    the CommitLog's offsets.
     """
 
     def __init__(self, max_count: int = 4096, max_bytes: int = 16 << 20) -> None:
@@ -86,6 +86,9 @@ class RecentHalfMessages:
         if held > self.max_bytes:
             return
         halves = self._halves
+        old = halves.pop(commit_log_offset, None)
+        if old is not None:  # (only if the log was cut and written again)
+            self.size -= old[3]
         halves[commit_log_offset] = (inner, queue_offset, record_size, held, store_host, store_timestamp)
         self.size += held
         while len(halves) > self.max_count or self.size > self.max_bytes:
