@@ -2526,28 +2526,27 @@ static PyObject *setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
-    PyObject **slot;
     if (name == NULL)
         return NULL;
-    if (strcmp(name, "MessageFormatError") == 0)
-        slot = &MessageFormatError;
-    else if (strcmp(name, "RemoteProtocolError") == 0)
-        slot = &RemoteProtocolError;
-    else if (strcmp(name, "RemotingCommand") == 0)
-        slot = &RemotingCommand;
-    else if (strcmp(name, "SerializeType.ROCKETMQ") == 0)
-        slot = &SerializeRocketMQ;
-    else if (strcmp(name, "LocalProtocolError") == 0)
-        slot = &LocalProtocolError;
-    else if (strcmp(name, "SerializeType.JSON") == 0)
-        slot = &SerializeJSON;
-    else if (strcmp(name, "LanguageByName") == 0)
-        slot = &LanguageByName;
-    else if (strcmp(name, "LanguageCode.OTHER") == 0)
-        slot = &LanguageOther;
-    else if (strcmp(name, "ExtraInfo") == 0)
-        slot = &ExtraInfo;
-    else
+    static const struct { const char *name; PyObject **slot; } slots[] = {
+        {"MessageFormatError", &MessageFormatError},
+        {"RemoteProtocolError", &RemoteProtocolError},
+        {"RemotingCommand", &RemotingCommand},
+        {"SerializeType.ROCKETMQ", &SerializeRocketMQ},
+        {"LocalProtocolError", &LocalProtocolError},
+        {"SerializeType.JSON", &SerializeJSON},
+        {"LanguageByName", &LanguageByName},
+        {"LanguageCode.OTHER", &LanguageOther},
+        {"ExtraInfo", &ExtraInfo},
+    };
+    PyObject **slot = NULL;
+    for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+        if (strcmp(name, slots[i].name) == 0) {
+            slot = slots[i].slot;
+            break;
+        }
+    }
+    if (slot == NULL)
         return PyErr_Format(PyExc_KeyError, "_setup: unknown name %R", args[0]);
     Py_XSETREF(*slot, Py_NewRef(args[1]));
     Py_RETURN_NONE;

@@ -280,16 +280,27 @@ class RecentHalfMessagesTests(TransactionTestCase):
         for i in range(5):
             halves.add(inner(b"x"), i * 100, i, 100, ("127.0.0.1", 1), T0)
         self.assertEqual((len(halves), halves.size), (3, 15))  # the oldest two dropped
-        self.assertIsNone(halves.pop(0, 0, 10 ** 6))
+        self.assertIsNone(halves.pop(0))
         halves.add(inner(b"y" * 90), 500, 5, 100, ("127.0.0.1", 1), T0)  # 94 bytes: two more dropped
         self.assertEqual((len(halves), halves.size), (2, 99))
         halves.add(inner(b"z" * 200), 600, 6, 300, ("127.0.0.1", 1), T0)  # larger than the bound: not kept
         self.assertEqual((len(halves), halves.size), (2, 99))
-        # a record no longer within the CommitLog's offsets is not used (and forgotten)
-        self.assertIsNone(halves.pop(500, 0, 550))
+        self.assertEqual(halves.pop(500).queue_offset, 5)
         self.assertEqual((len(halves), halves.size), (1, 5))
-        self.assertEqual(halves.pop(400, 0, 550).queue_offset, 4)
+        self.assertEqual(halves.pop(400).queue_offset, 4)
         self.assertEqual((len(halves), halves.size), (0, 0))
+        self.assertIsNone(halves.pop(400))  # forgotten
+
+    def test_not_used_once_outside_the_commit_log(self) -> None:
+        """A kept half message whose record is no longer within the CommitLog's offsets (cut,
+        or expired) is not used: the store decides, as without the kept ones."""
+        service = self.controller.transactional_message_service
+        self.send_half()
+        read: list[int] = []
+        service.bridge.look_message_by_offset = lambda offset: read.append(offset)  # type: ignore[method-assign]
+        self.patch(self.store, "get_max_phy_offset", lambda: 10)  # the log cut inside the record
+        self.assertIsNone(service.get_half_message_by_offset(0))
+        self.assertEqual((read, len(service.recent_halves)), ([0], 0))
 
     def test_not_kept_when_not_stored_as_half(self) -> None:
         """A half message the store moved elsewhere (a delay level: the schedule topic) is read

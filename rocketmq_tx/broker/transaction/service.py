@@ -65,8 +65,7 @@ class RecentHalfMessages:
     CommitLog offset: a producer commits right after its send, and reading the record back
     (as Java does) and decoding it was a quarter of END_TRANSACTION's time in the broker
     (``bench/txpath.py --profile``). Bounded in count and bytes, oldest dropped first; a
-    miss reads the store, as before. An entry is only used while its record is still within
-    the CommitLog's offsets.
+    miss reads the store, as before.
     """
 
     def __init__(self, max_count: int = 4096, max_bytes: int = 16 << 20) -> None:
@@ -95,7 +94,7 @@ class RecentHalfMessages:
             oldest = next(iter(halves))
             self.size -= halves.pop(oldest)[3]
 
-    def pop(self, commit_log_offset: int, min_offset: int, max_offset: int) -> MessageExt | None:
+    def pop(self, commit_log_offset: int) -> MessageExt | None:
         """The half message at *commit_log_offset* as a read of it would give (the fields
         END_TRANSACTION uses), or ``None``; forgotten either way."""
         entry = self._halves.pop(commit_log_offset, None)
@@ -103,8 +102,6 @@ class RecentHalfMessages:
             return None
         inner, queue_offset, record_size, held, store_host, store_timestamp = entry
         self.size -= held
-        if commit_log_offset < min_offset or commit_log_offset + record_size > max_offset:
-            return None
         props = inner.property_map
         assert props is not None
         return MessageExt(inner.topic, inner.body, inner.flag, dict(props), None, inner.queue_id, record_size,
@@ -148,10 +145,13 @@ class TransactionalMessageService:
     def get_half_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
         """Java ``commitMessage``/``rollbackMessage``: the half message, or ``None``
         ("Find prepared transaction message failed")."""
-        store = self.bridge.store
-        half = self.recent_halves.pop(commit_log_offset, store.get_min_phy_offset(), store.get_max_phy_offset())
+        half = self.recent_halves.pop(commit_log_offset)
         if half is not None:
-            return half
+            store = self.bridge.store
+            # kept only while its record is still in the CommitLog (not expired, not cut)
+            if store.get_min_phy_offset() <= commit_log_offset \
+                    and commit_log_offset + half.store_size <= store.get_max_phy_offset():
+                return half
         return self.bridge.look_message_by_offset(commit_log_offset)
 
     def delete_prepare_message(self, half: MessageExt) -> bool:
