@@ -6,6 +6,7 @@ message and the op message), through the broker's own processor table, without t
 
     python bench/txpath.py [--messages 20000] [--rounds 5] [--profile [--profile-plain]] [--metrics]
     python bench/txpath.py --metrics-cost [--messages 2000] [--rounds 8]
+    python bench/txpath.py --metrics-instructions [--messages 4000]
 
 A broker controller (ASYNC_FLUSH, Java's default file sizes) on a temp store; 1 KiB bodies
 with the properties the 5.5.0 producer sends (UNIQ_KEY, WAIT, TAGS; and TRAN_MSG, PGROUP for
@@ -20,6 +21,14 @@ with its counting switched on and off in turn (rounds of 3 × ``--messages``), t
 µs per send of each over ``--rounds`` (the minimum: on a noisy machine the rounds a
 neighbour slowed down say nothing of the code), and what one scrape costs (collect and
 render, process CPU, median of 20).
+
+``--metrics-instructions`` measures the same cost in instructions, which a busy machine does
+not change: the broker under ``valgrind --tool=callgrind`` (the Debian ``valgrind`` package)
+four times, counting on and off, with 2,000 and 2,000 + ``--messages`` plain sends after the
+same warm-up; the difference of the two runs of a mode over ``--messages`` is its instructions
+per send (start-up and warm-up cancel out), and the functions whose own instructions differ
+most between the modes say where the cost is. Instructions are not time (cache misses are
+not counted), so this directs the work; the time figures stay ``--metrics-cost``'s.
 """
 
 from __future__ import annotations
@@ -28,8 +37,10 @@ import argparse
 import cProfile
 import os
 import pstats
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -141,6 +152,71 @@ def metrics_cost(messages: int, rounds: int) -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
+def _instructions_child(on: bool, messages: int) -> None:
+    """One callgrind run of --metrics-instructions: warm up, then *messages* plain sends."""
+    root = tempfile.mkdtemp(prefix="txpath-")
+    controller, table = start(root, True)
+    ids, body = UniqueKeyGenerator(), b"x" * 1024
+    run(table, 3000, False, ids, body)  # warm-up with counting on: every row made
+    if not on:
+        controller.metrics, table.observer = None, None
+    run(table, messages, False, ids, body)
+    shutil.rmtree(root, ignore_errors=True)
+    os._exit(0)  # no shutdown: its work would not be the same in both modes
+
+
+def _own_instructions(path: str) -> dict[str, int]:
+    """Each function's own (exclusive) instructions in a callgrind file, by name."""
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", "--inclusive=no", path],
+                          check=True, capture_output=True, text=True).stdout
+    own: dict[str, int] = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+) \([^)]*\)\s+(\S.*)$", line)
+        if m and "PROGRAM TOTALS" not in line:
+            name = re.sub(r" \([\d,]+x\)", "", m.group(2).split(" [")[0])
+            name = re.sub(r"'\d+$", "", name.rsplit(":", 1)[-1])
+            own[name] = own.get(name, 0) + int(m.group(1).replace(",", ""))
+    return own
+
+
+def metrics_instructions(messages: int, top: int = 12) -> None:
+    if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
+        sys.exit("--metrics-instructions needs valgrind (its callgrind tool and callgrind_annotate)")
+    out = tempfile.mkdtemp(prefix="txpath-cg-")
+    small, large = 2000, 2000 + messages
+    try:
+        runs = {}
+        for on in (True, False):
+            for n in (small, large):
+                path = os.path.join(out, f"cg.{'on' if on else 'off'}.{n}")
+                # a fixed hash seed: the same dict probes in every run
+                runs[on, n] = path, subprocess.Popen(
+                    ["valgrind", "--tool=callgrind", f"--callgrind-out-file={path}", sys.executable,
+                     os.path.abspath(__file__), "--instructions-child", "on" if on else "off", "--messages", str(n)],
+                    env={**os.environ, "PYTHONHASHSEED": "0"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                    text=True)
+        totals, own = {}, {}
+        for key, (path, proc) in runs.items():
+            _, err = proc.communicate()
+            m = re.search(r"Collected : (\d+)", err)
+            if proc.returncode != 0 or m is None:
+                sys.exit(f"callgrind run {key} failed:\n{err[-2000:]}")
+            totals[key] = int(m.group(1))
+            own[key] = _own_instructions(path)
+        per = {on: (totals[on, large] - totals[on, small]) / messages for on in (True, False)}
+        print(f"plain send, metrics off {per[False]:,.0f} instructions, on {per[True]:,.0f}: "
+              f"+{per[True] - per[False]:,.0f} ({per[True] / per[False] - 1:+.2%}); callgrind, "
+              f"(runs of {large:,} - runs of {small:,}) / {messages:,}")
+        names = set().union(*own.values())
+        delta = {name: ((own[True, large].get(name, 0) - own[True, small].get(name, 0))
+                        - (own[False, large].get(name, 0) - own[False, small].get(name, 0))) / messages
+                 for name in names}
+        print("functions whose own instructions per send grow most with counting on:")
+        for name in sorted(delta, key=delta.get, reverse=True)[:top]:
+            print(f"  {delta[name]:+8,.0f}  {name}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -153,7 +229,16 @@ def main() -> None:
                         help="--profile: also what these functions (comma-separated pstats patterns) call")
     parser.add_argument("--metrics-cost", action="store_true",
                         help="issue #24: plain sends with PROM counting on and off in turn, in one broker")
+    parser.add_argument("--metrics-instructions", action="store_true",
+                        help="issue #24: the same cost in instructions per send (valgrind's callgrind)")
+    parser.add_argument("--instructions-child", choices=("on", "off"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.instructions_child:
+        _instructions_child(args.instructions_child == "on", args.messages)
+        return
+    if args.metrics_instructions:
+        metrics_instructions(args.messages or 4000)
+        return
     if args.metrics_cost:
         metrics_cost(args.messages or 2000, args.rounds or 8)
         return

@@ -2327,8 +2327,9 @@ static PyObject *s_normal, *s_fifo, *s_delay, *s_transaction, *s_tran_msg, *s_sh
 static PyObject *s_delay_keys[5];
 static PyObject *one; /* the int 1, made at import */
 
-/* message_type(props: dict) -> str: Java BrokerMetricsManager.getMessageType (see the twin). */
-static PyObject *message_type(PyObject *self, PyObject *props)
+/* Java BrokerMetricsManager.getMessageType of a properties dict (see the twin): one of the
+ * four constants, borrowed; NULL with an exception set on failure. */
+static PyObject *message_type_of(PyObject *props)
 {
     if (!PyDict_Check(props)) {
         PyErr_SetString(PyExc_TypeError, "message_type() needs a dict");
@@ -2346,21 +2347,28 @@ static PyObject *message_type(PyObject *self, PyObject *props)
             same = c < 128 && (c | 0x20) == (Py_UCS4)want[i];
         }
         if (same)
-            return Py_NewRef(s_transaction);
+            return s_transaction;
     }
     int has = PyDict_Contains(props, s_sharding_key);
     if (has < 0)
         return NULL;
     if (has)
-        return Py_NewRef(s_fifo);
+        return s_fifo;
     for (size_t i = 0; i < sizeof(s_delay_keys) / sizeof(s_delay_keys[0]); i++) {
         has = PyDict_Contains(props, s_delay_keys[i]);
         if (has < 0)
             return NULL;
         if (has)
-            return Py_NewRef(s_delay);
+            return s_delay;
     }
-    return Py_NewRef(s_normal);
+    return s_normal;
+}
+
+/* message_type(props: dict) -> str */
+static PyObject *message_type(PyObject *self, PyObject *props)
+{
+    PyObject *kind = message_type_of(props);
+    return kind == NULL ? NULL : Py_NewRef(kind);
 }
 
 /* list[i] += n for a list of Python numbers (a series row). */
@@ -2417,33 +2425,45 @@ bad:
 }
 
 /*
- * count_message_in(cache, fallback, bounds, topic, msg_type, msg_num, wrote_bytes) -> None:
- * rocketmq_messages_in and rocketmq_message_size for one stored send (see the twin); the
- * (topic, msg_type) rows come from *cache*, and a miss is handed to *fallback* with the
- * last four arguments.
+ * count_message_in(cache, fallback, bounds, topic, props, msg_num, wrote_bytes) -> None:
+ * rocketmq_messages_in and rocketmq_message_size for one stored send (see the twin); the rows
+ * are cache[topic][message_type(props)], and a miss is handed to *fallback* as
+ * (topic, msg_type, msg_num, wrote_bytes). Two lookups on keys whose hashes are cached (a
+ * str, an interned type name) and no key object made: this runs on every send.
  */
 static PyObject *count_message_in(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 7 || !PyDict_Check(args[0]) || !PyLong_Check(args[5]) || !PyLong_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError,
-                        "count_message_in(cache: dict, fallback, bounds, topic, msg_type, msg_num: int, wrote_bytes: int)");
+                        "count_message_in(cache: dict, fallback, bounds, topic, props: dict, msg_num: int, "
+                        "wrote_bytes: int)");
         return NULL;
     }
     if (check_bounds(args[2]) < 0)
         return NULL;
-    PyObject *key = PyTuple_Pack(2, args[3], args[4]);
-    if (key == NULL)
+    PyObject *kind = message_type_of(args[4]); /* borrowed */
+    if (kind == NULL)
         return NULL;
-    PyObject *rows = PyDict_GetItemWithError(args[0], key); /* borrowed */
-    Py_DECREF(key);
-    if (rows == NULL) {
-        if (PyErr_Occurred())
+    PyObject *rows = NULL;
+    PyObject *types = PyDict_GetItemWithError(args[0], args[3]); /* borrowed */
+    if (types == NULL && PyErr_Occurred())
+        return NULL;
+    if (types != NULL) {
+        if (!PyDict_Check(types)) {
+            PyErr_SetString(PyExc_TypeError, "count_message_in: a cache entry is {msg_type: (row, size_row)}");
             return NULL;
-        return PyObject_Vectorcall(args[1], args + 3, 4, NULL);
+        }
+        rows = PyDict_GetItemWithError(types, kind); /* borrowed */
+        if (rows == NULL && PyErr_Occurred())
+            return NULL;
+    }
+    if (rows == NULL) {
+        PyObject *argv[4] = {args[3], kind, args[5], args[6]};
+        return PyObject_Vectorcall(args[1], argv, 4, NULL);
     }
     if (!PyTuple_Check(rows) || PyTuple_GET_SIZE(rows) != 2 || !PyList_Check(PyTuple_GET_ITEM(rows, 0))
         || PyList_GET_SIZE(PyTuple_GET_ITEM(rows, 0)) < 2) {
-        PyErr_SetString(PyExc_TypeError, "count_message_in: a cache entry is (row, size_row)");
+        PyErr_SetString(PyExc_TypeError, "count_message_in: a cache entry is {msg_type: (row, size_row)}");
         return NULL;
     }
     long long num = PyLong_AsLongLong(args[5]), wrote = PyLong_AsLongLong(args[6]);
@@ -2467,8 +2487,9 @@ static PyObject *count_message_in(PyObject *self, PyObject *const *args, Py_ssiz
 /*
  * rpc_count(rows, fallback, long_polling_codes, bounds, request, response, started, later)
  * -> None: rocketmq_rpc_latency for one answered request (see the twin, RpcLatency.rpc_done);
- * the row of (code, response code, long polling, oneway) from *rows*, a miss handed to
- * *fallback* with the last four arguments.
+ * the row is rows[code][response_code * 4 + (flag & RPC_ONEWAY) + long_polling] (RPC_ONEWAY
+ * is 2), a miss handed to *fallback* with the last four arguments. The inner key is a small
+ * int for every common response code, so no key object is made.
  */
 static PyObject *rpc_count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2486,7 +2507,7 @@ static PyObject *rpc_count(PyObject *self, PyObject *const *args, Py_ssize_t nar
     clock_gettime(CLOCK_MONOTONIC, &ts); /* time.monotonic()'s clock */
     double now = (double)((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec) / 1e9;
     long long elapsed_ms = (long long)((now - PyFloat_AS_DOUBLE(args[6])) * 1000.0);
-    PyObject *code = NULL, *rcode = NULL, *flag = NULL, *oneway = NULL, *key = NULL, *result = NULL;
+    PyObject *code = NULL, *rcode = NULL, *flag = NULL, *key = NULL, *result = NULL, *row = NULL;
     if ((code = PyObject_GetAttr(request, s_code)) == NULL || (rcode = PyObject_GetAttr(response, s_code)) == NULL
         || (flag = PyObject_GetAttr(request, s_flag)) == NULL)
         goto done;
@@ -2498,14 +2519,29 @@ static PyObject *rpc_count(PyObject *self, PyObject *const *args, Py_ssize_t nar
         goto done;
     if (long_polling && (long_polling = PySet_Contains(args[2], code)) < 0)
         goto done;
-    if ((oneway = PyLong_FromLong(f & 2)) == NULL)
+    PyObject *codes = PyDict_GetItemWithError(args[0], code); /* borrowed */
+    if (codes == NULL && PyErr_Occurred())
         goto done;
-    if ((key = PyTuple_Pack(4, code, rcode, long_polling ? Py_True : Py_False, oneway)) == NULL)
-        goto done;
-    PyObject *row = PyDict_GetItemWithError(args[0], key); /* borrowed */
+    if (codes != NULL) {
+        if (!PyDict_Check(codes)) {
+            PyErr_SetString(PyExc_TypeError, "rpc_count: rows[code] is a dict");
+            goto done;
+        }
+        int overflow = 0;
+        long long rc = PyLong_AsLongLongAndOverflow(rcode, &overflow);
+        if (rc == -1 && PyErr_Occurred())
+            goto done;
+        /* a response code too large for the key: the fallback's, which counts it in Python */
+        if (!overflow && rc <= LLONG_MAX / 4 - 1 && rc >= LLONG_MIN / 4 + 1) {
+            if ((key = PyLong_FromLongLong(rc * 4 + (f & 2) + long_polling)) == NULL)
+                goto done;
+            row = PyDict_GetItemWithError(codes, key); /* borrowed */
+            if (row == NULL && PyErr_Occurred())
+                goto done;
+        }
+    }
     if (row == NULL) {
-        if (!PyErr_Occurred())
-            result = PyObject_Vectorcall(args[1], args + 4, 4, NULL);
+        result = PyObject_Vectorcall(args[1], args + 4, 4, NULL);
         goto done;
     }
     if (histogram_add(row, args[3], elapsed_ms) == 0)
@@ -2514,7 +2550,6 @@ done:
     Py_XDECREF(code);
     Py_XDECREF(rcode);
     Py_XDECREF(flag);
-    Py_XDECREF(oneway);
     Py_XDECREF(key);
     return result;
 }

@@ -128,14 +128,18 @@ def _message_type(props: dict[str, str]) -> str:
 message_type: Callable[[dict[str, str]], str] = speedups.message_type if speedups else _message_type
 
 
-def _count_message_in(cache: dict[tuple[str, str], tuple[list, list]], fallback: Callable[..., object],
-                      bounds: tuple[float, ...], topic: str, msg_type: str, msg_num: int, wrote_bytes: int) -> object:
+def _count_message_in(cache: dict[str, dict[str, tuple[list, list]]], fallback: Callable[..., object],
+                      bounds: tuple[float, ...], topic: str, props: dict[str, str], msg_num: int,
+                      wrote_bytes: int) -> object:
     """
-    A stored send counted into its cached ``(messages_in row, message_size row)`` (the twin of
-    ``_speedups.count_message_in``, called through a ``partial``); a miss is *fallback*'s
-    (:meth:`BrokerMetrics.message_in`, which finds or makes the rows).
+    A stored send counted into its cached ``(messages_in row, message_size row)``,
+    ``cache[topic][message_type(props)]`` (the twin of ``_speedups.count_message_in``, called
+    through a ``partial``); a miss is *fallback*'s (:meth:`BrokerMetrics.message_in`, which
+    finds or makes the rows), told ``(topic, msg_type, msg_num, wrote_bytes)``.
     """
-    rows = cache.get((topic, msg_type))
+    msg_type = _message_type(props)
+    types = cache.get(topic)
+    rows = None if types is None else types.get(msg_type)
     if rows is None:
         return fallback(topic, msg_type, msg_num, wrote_bytes)
     _add_in(rows, bounds, msg_num, wrote_bytes)
@@ -195,10 +199,11 @@ class BrokerMetrics:
         #: Java's pullOffsetTable: where each queue's last pull ended, (group, topic, queue) -> offset
         self.pull_offsets: dict[tuple[str, str, int], int] = {}
         self._system_topic: dict[str, str] = {}
-        #: (topic, message type) -> (messages_in row, message_size row): message_in's cache
-        self._in_rows: dict[tuple[str, str], tuple[list, list]] = {}
-        #: what the send processor calls for a stored send: ``count_in(topic, msg_type, msg_num,
-        #: wrote_bytes)``, the cached rows counted in C when the accelerator is there
+        #: topic -> message type -> (messages_in row, message_size row): message_in's cache
+        self._in_rows: dict[str, dict[str, tuple[list, list]]] = {}
+        self._in_cached = 0
+        #: what the send processor calls for a stored send: ``count_in(topic, props, msg_num,
+        #: wrote_bytes)``, its type found and its cached rows counted in C when the accelerator is there
         self.count_in = partial(count_message_in, self._in_rows, self.message_in, MESSAGE_SIZE_BUCKETS)
         self.reactor_lag: Callable[[], float] | None = None
         #: set by the service once the store is loaded and recovered
@@ -221,7 +226,8 @@ class BrokerMetrics:
 
     def message_in(self, topic: str, msg_type: str, msg_num: int, wrote_bytes: int) -> None:
         """A send was stored (Java's SendMessageProcessor: not for retry and DLQ topics)."""
-        rows = self._in_rows.get((topic, msg_type)) or self._message_in_rows(topic, msg_type)
+        types = self._in_rows.get(topic)
+        rows = (None if types is None else types.get(msg_type)) or self._message_in_rows(topic, msg_type)
         if rows is not None:
             _add_in(rows, self.message_size.bounds, msg_num, wrote_bytes)
 
@@ -230,12 +236,14 @@ class BrokerMetrics:
         # the overflow row is kept too): the hot path is then one dict lookup.
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
             return None
-        if len(self._in_rows) > 4 * self.limit:
+        if self._in_cached > 4 * self.limit:
             self._in_rows.clear()
+            self._in_cached = 0
         key = (topic, msg_type, self._is_system_topic(topic))
         rows = (self.messages_in.rows.get(key) or self.messages_in.new_row(key),
                 self.message_size.rows.get(key) or self.message_size.new_row(key))
-        self._in_rows[(topic, msg_type)] = rows
+        self._in_rows.setdefault(topic, {})[msg_type] = rows
+        self._in_cached += 1
         return rows
 
     def group_commit(self, puts: int) -> None:

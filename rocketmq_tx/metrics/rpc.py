@@ -17,7 +17,7 @@ from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS, Family, HistogramTable
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.command import RPC_ONEWAY
 
-__all__ = ["RpcLatency", "RPC_LATENCY", "request_code_desc", "response_code_desc", "rpc_count"]
+__all__ = ["RpcLatency", "RPC_LATENCY", "request_code_desc", "response_code_desc", "row_key", "rpc_count"]
 
 RPC_LATENCY = Family("rocketmq_rpc_latency", "histogram", "Rpc latency",
                      ("protocol_type", "request_code", "response_code", "is_long_polling", "result"),
@@ -42,19 +42,27 @@ def response_code_desc(code: int) -> str:
         return str(code)
 
 
-def _rpc_count(rows: dict[tuple[int, int, bool, int], list], fallback: Callable[..., object],
+def row_key(response_code: int, flag: int, long_polling: bool) -> int:
+    """The key of a row within its request code's: response code, oneway and long polling in
+    one int (``RPC_ONEWAY`` is 2), small for every common code, so the C twin makes no object."""
+    return response_code * 4 + (flag & RPC_ONEWAY) + long_polling
+
+
+def _rpc_count(rows: dict[int, dict[int, list]], fallback: Callable[..., object],
                long_polling_codes: frozenset[int], bounds: tuple[float, ...], request: RemotingCommand,
                response: RemotingCommand | None, started: float, later: bool) -> object:
     """
-    One answer counted into its row of *rows* (the twin of ``_speedups.rpc_count``, which the
-    processor tables call through a ``partial``: no Python frame on every request). A row not
-    there yet is *fallback*'s (:meth:`RpcLatency.rpc_done`, which makes it).
+    One answer counted into ``rows[code][row_key(...)]`` (the twin of ``_speedups.rpc_count``,
+    which the processor tables call through a ``partial``: no Python frame on every request).
+    A row not there yet is *fallback*'s (:meth:`RpcLatency.rpc_done`, which makes it).
     """
     if response is None:
         return None
     elapsed_ms = int((time.monotonic() - started) * 1000.0)
     code = request.code
-    row = rows.get((code, response.code, later and code in long_polling_codes, request.flag & RPC_ONEWAY))
+    codes = rows.get(code)
+    row = None if codes is None else codes.get(row_key(response.code, request.flag,
+                                                       later and code in long_polling_codes))
     if row is None:
         return fallback(request, response, started, later)
     observe_row(row, bounds, elapsed_ms)  # Java records whole ms (Stopwatch.elapsed(MILLISECONDS))
@@ -76,7 +84,9 @@ class RpcLatency:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.table = HistogramTable(RPC_LATENCY.name, RPC_LATENCY_BUCKETS, limit, on_capped)
         self.clock = clock
-        self._rows: dict[tuple[int, int, bool, int], list] = {}
+        #: request code -> row_key -> the table's row: the hot path's cache
+        self._rows: dict[int, dict[int, list]] = {}
+        self._cached = 0
 
     @property
     def observer(self) -> Callable[[RemotingCommand, RemotingCommand | None, float, bool], object]:
@@ -97,19 +107,24 @@ class RpcLatency:
             return
         elapsed_ms = int((self.clock() - started) * 1000.0)
         code = request.code
-        oneway = request.flag & RPC_ONEWAY
-        k = (code, response.code, later and code in _LONG_POLLING_CODES, oneway)
-        observe_row(self._rows.get(k) or self._row(k), RPC_LATENCY_BUCKETS, elapsed_ms)
+        long_polling = bool(later and code in _LONG_POLLING_CODES)
+        codes = self._rows.get(code)
+        row = None if codes is None else codes.get(row_key(response.code, request.flag, long_polling))
+        if row is None:
+            row = self._row(code, response.code, long_polling, request.flag & RPC_ONEWAY)
+        observe_row(row, RPC_LATENCY_BUCKETS, elapsed_ms)
 
-    def _row(self, k: tuple[int, int, bool, int]) -> list:
-        # the histogram row of a raw key, found once: a table never drops a row (the overflow
-        # row included), so the hot path is one dict lookup
-        code, response_code, long_polling, oneway = k
-        if len(self._rows) > 4 * self.table.limit:
+    def _row(self, code: int, response_code: int, long_polling: bool, oneway: int) -> list:
+        # the histogram row of raw codes, found once: a table never drops a row (the overflow
+        # row included), so the hot path is two dict lookups
+        if self._cached > 4 * self.table.limit:
             self._rows.clear()
+            self._cached = 0
         key = ("remoting", request_code_desc(code), response_code_desc(response_code), bool_label(long_polling),
                "oneway" if oneway else "success")
-        row = self._rows[k] = self.table.rows.get(key) or self.table.new_row(key)
+        row = self.table.rows.get(key) or self.table.new_row(key)
+        self._rows.setdefault(code, {})[row_key(response_code, oneway, long_polling)] = row
+        self._cached += 1
         return row
 
     def build(self, common: Mapping[str, str]) -> Metric:

@@ -21,6 +21,8 @@ from rocketmq_tx.remoting import RemotingCommand, RemotingCommandError, Response
 
 __all__ = ["IRequestProcessor", "IRemotingContext", "Handler", "HandlerProcessor", "ProcessorTable", "RefusalLog"]
 
+#: bound once: the observer's clock is read on every request
+_monotonic = time.monotonic
 log = Logger()
 
 #: Java's remark for SYSTEM_BUSY from a processor that rejects requests.
@@ -187,7 +189,7 @@ class ProcessorTable:
         observer = self.observer
         if observer is None:
             return self._dispatch(ctx, request)
-        started = time.monotonic()
+        started = _monotonic()
         result = self._dispatch(ctx, request)
         # type() first: Deferred is an Awaitable, so isinstance is ABCMeta's slower check
         if type(result) is not RemotingCommand and isinstance(result, Deferred):

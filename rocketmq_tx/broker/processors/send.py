@@ -12,7 +12,6 @@ from functools import lru_cache
 from typing import Any
 
 from rocketmq_tx.broker.controller import BrokerController
-from rocketmq_tx.broker.metrics import message_type
 from rocketmq_tx.broker.remarks import suggest_todo
 from rocketmq_tx.broker.timer import timer_put_result_response
 from rocketmq_tx.broker.topicconfig import (
@@ -42,6 +41,11 @@ DLQ_NUMS_PER_GROUP = 1
 #: Both send headers carry the same attributes under different wire keys.
 SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
 _RW = PermName.PERM_READ | PermName.PERM_WRITE
+# The codes of a send the store took (its answer names the message), as plain ints: an
+# IntEnum member read costs its metaclass's attribute hook, and this is read on every send.
+_SUCCESS = int(ResponseCode.SUCCESS)
+_STORED = frozenset(int(c) for c in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
+                                     ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE))
 
 
 def _passing_through(result: Any, call: Any, *args: Any) -> Any:
@@ -262,8 +266,7 @@ class SendMessageProcessor(HandlerProcessor):
                 result.addCallback(_passing_through, stored, msg)
             else:
                 stored(msg, result)
-            return self._finish(request, result, real_queue_id, uniq_key,
-                                None if self.controller.metrics is None else (msg.topic, message_type(props)))
+            return self._finish(request, result, real_queue_id, uniq_key, msg.topic, props)
         # Java 4.9.8 drops WAIT from the stored string whatever its value (9 bytes a message
         # for WAIT=true) but honours it.
         props.pop(MessageConst.PROPERTY_WAIT_STORE_MSG_OK, None)
@@ -271,8 +274,7 @@ class SendMessageProcessor(HandlerProcessor):
         msg.property_map = props
         queue_id = msg.queue_id
         return self._finish(request, self.controller.put_message(msg), queue_id,
-                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                            None if self.controller.metrics is None else (msg.topic, message_type(props)))
+                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), msg.topic, props)
 
     def send_batch_message(self, ctx: IRemotingContext, request: RemotingCommand,
                            header: SendHeader) -> Any:
@@ -297,27 +299,26 @@ class SendMessageProcessor(HandlerProcessor):
                                 sys_flag, header.born_timestamp, _peer(ctx), None, header.reconsume_times or 0,
                                 wait_store_msg_ok=wait_store_msg_ok(props))
         return self._finish(request, self.controller.put_messages(batch), queue_id,
-                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                            None if self.controller.metrics is None else (header.topic, message_type(props)))
+                            props.get(MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX), header.topic, props)
 
     def _finish(self, request: RemotingCommand, result: Any, queue_id: int, transaction_id: str | None,
-                labels: tuple[str, str] | None = None) -> Any:
+                topic: str = "", props: dict[str, str] | None = None) -> Any:
         if hasattr(result, "addCallback"):
-            return result.addCallback(self._send_response, request, queue_id, transaction_id, labels)
-        return self._send_response(result, request, queue_id, transaction_id, labels)
+            return result.addCallback(self._send_response, request, queue_id, transaction_id, topic, props)
+        return self._send_response(result, request, queue_id, transaction_id, topic, props)
 
     def _send_response(self, result: PutMessageResult, request: RemotingCommand, queue_id: int,
-                       transaction_id: str | None, labels: tuple[str, str] | None = None) -> RemotingCommand:
+                       transaction_id: str | None, topic: str = "",
+                       props: dict[str, str] | None = None) -> RemotingCommand:
+        """*topic* and *props*: a stored send's, for rocketmq_messages_in (by its message type)."""
         code, remark = put_result_response(request, result, self.controller.store_config.max_message_size,
                                            self.controller.store_config)
         response = self._response(request, code, remark)
         append = result.append_result if result is not None else None
-        if labels is not None and code == ResponseCode.SUCCESS and append is not None:
-            metrics = self.controller.metrics
-            if metrics is not None:
-                metrics.count_in(labels[0], labels[1], append.msg_num, append.wrote_bytes)
-        if code in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
-                    ResponseCode.SLAVE_NOT_AVAILABLE) and append is not None:
+        metrics = self.controller.metrics
+        if metrics is not None and props is not None and code == _SUCCESS and append is not None:
+            metrics.count_in(topic, props, append.msg_num, append.wrote_bytes)
+        if code in _STORED and append is not None:
             # transactionId: the message's UNIQ_KEY, as 5.x answers every send (4.9 never did). The
             # 5.x proxy takes a half message's transaction id from it and refuses END_TRANSACTION
             # without one ("transaction id cannot be empty").

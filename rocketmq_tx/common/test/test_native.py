@@ -351,7 +351,8 @@ class MetricsCountingTests(SynchronousTestCase):
 
         self.assertEqual(speedups.message_type(props), _message_type(props))
 
-    @given(st.lists(st.tuples(st.sampled_from(["T1", "T2", "T3"]), st.sampled_from(["normal", "delay"]),
+    @given(st.lists(st.tuples(st.sampled_from(["T1", "T2", "T3"]),
+                              st.dictionaries(st.sampled_from(_TYPE_KEYS), _TYPE_VALUES, max_size=4),
                               st.integers(0, 300), st.integers(0, 10 ** 7)), max_size=30))
     def test_count_message_in(self, sends: list) -> None:
         from rocketmq_tx.broker.metrics import _count_message_in
@@ -364,26 +365,28 @@ class MetricsCountingTests(SynchronousTestCase):
 
             def fallback(topic, msg_type, msg_num, wrote, cache=cache, missed=missed):
                 missed.append((topic, msg_type, msg_num, wrote))
-                cache[(topic, msg_type)] = ([0, 0], [0] * (len(MESSAGE_SIZE_BUCKETS) + 2))
+                cache.setdefault(topic, {})[msg_type] = ([0, 0], [0] * (len(MESSAGE_SIZE_BUCKETS) + 2))
 
-            for topic, msg_type, msg_num, wrote in sends:
-                count(cache, fallback, MESSAGE_SIZE_BUCKETS, topic, msg_type, msg_num, wrote)
+            for topic, props, msg_num, wrote in sends:
+                count(cache, fallback, MESSAGE_SIZE_BUCKETS, topic, props, msg_num, wrote)
             tables.append((cache, missed))
         self.assertEqual(tables[0], tables[1])
 
     def test_count_message_in_refusals(self) -> None:
         from rocketmq_tx.metrics.core import MESSAGE_SIZE_BUCKETS
 
-        cache = {("T", "normal"): ([0, 0], [0, 0])}  # a size row of the wrong length
-        self.assertRaises(TypeError, speedups.count_message_in, cache, None, MESSAGE_SIZE_BUCKETS, "T", "normal", 1, 5)
-        self.assertRaises(TypeError, speedups.count_message_in, {}, None, [1.0], "T", "normal", 1, 5)
-        self.assertRaises(TypeError, speedups.count_message_in, {}, None, MESSAGE_SIZE_BUCKETS, "T", "normal", "1", 5)
+        cache = {"T": {"normal": ([0, 0], [0, 0])}}  # a size row of the wrong length
+        self.assertRaises(TypeError, speedups.count_message_in, cache, None, MESSAGE_SIZE_BUCKETS, "T", {}, 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, {"T": []}, None, MESSAGE_SIZE_BUCKETS, "T", {}, 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, {}, None, [1.0], "T", {}, 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, {}, None, MESSAGE_SIZE_BUCKETS, "T", {}, "1", 5)
+        self.assertRaises(TypeError, speedups.count_message_in, {}, None, MESSAGE_SIZE_BUCKETS, "T", "normal", 1, 5)
 
     def test_rpc_count(self) -> None:
         import time
 
         from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS
-        from rocketmq_tx.metrics.rpc import _rpc_count
+        from rocketmq_tx.metrics.rpc import _rpc_count, row_key
         from rocketmq_tx.remoting.command import RPC_ONEWAY
 
         lp = frozenset({11, 200050})
@@ -401,9 +404,10 @@ class MetricsCountingTests(SynchronousTestCase):
             missed: list = []
 
             def fallback(request, response, started, later, rows=rows, missed=missed):
-                key = (request.code, response.code, later and request.code in lp, request.flag & RPC_ONEWAY)
-                missed.append(key)
-                rows[key] = [0] * (len(RPC_LATENCY_BUCKETS) + 2)
+                long_polling = bool(later and request.code in lp)
+                missed.append((request.code, response.code, long_polling, request.flag & RPC_ONEWAY))
+                rows.setdefault(request.code, {})[row_key(response.code, request.flag, long_polling)] = \
+                    [0] * (len(RPC_LATENCY_BUCKETS) + 2)
 
             for request, response, later in cases:
                 for age in ages:
@@ -413,10 +417,31 @@ class MetricsCountingTests(SynchronousTestCase):
         (c_rows, c_missed), (py_rows, py_missed) = results
         self.assertEqual(c_missed, py_missed)
         self.assertEqual(len(c_missed), len(cases))
-        self.assertEqual({k: v[:-1] for k, v in c_rows.items()}, {k: v[:-1] for k, v in py_rows.items()})
-        for key, row in c_rows.items():  # the sums of whole ms: a call may fall a ms later than its twin
-            self.assertLessEqual(abs(row[-1] - py_rows[key][-1]), len(ages))
+        c_flat = {(code, k): row for code, inner in c_rows.items() for k, row in inner.items()}
+        py_flat = {(code, k): row for code, inner in py_rows.items() for k, row in inner.items()}
+        self.assertEqual({k: v[:-1] for k, v in c_flat.items()}, {k: v[:-1] for k, v in py_flat.items()})
+        for key, row in c_flat.items():  # the sums of whole ms: a call may fall a ms later than its twin
+            self.assertLessEqual(abs(row[-1] - py_flat[key][-1]), len(ages))
             self.assertGreaterEqual(row[-1], sum(int(a * 1000) for a in ages[1:]))
+
+    def test_rpc_count_huge_response_code(self) -> None:
+        """A response code past the packed key's range is the fallback's every time (it counts
+        it in Python), never an OverflowError."""
+        import time
+
+        from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS
+        from rocketmq_tx.metrics.rpc import row_key
+
+        request = RemotingCommand.request(10)
+        for rcode in (2 ** 62, -(2 ** 62), 2 ** 80):
+            response = request.make_response(0)
+            response.code = rcode
+            rows = {10: {row_key(rcode, 0, False): [0] * (len(RPC_LATENCY_BUCKETS) + 2)}}
+            missed: list = []
+            for _ in range(3):
+                speedups.rpc_count(rows, lambda *a, missed=missed: missed.append(a[1].code), frozenset(),
+                                   RPC_LATENCY_BUCKETS, request, response, time.monotonic(), False)
+            self.assertEqual(missed, [rcode] * 3)
 
     def test_rpc_count_refusals(self) -> None:
         request = RemotingCommand.request(10)
