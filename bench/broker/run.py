@@ -79,6 +79,14 @@ Producer and SendLatency with 64 threads (``--seconds`` each, default 10). It pr
 metrics / plain (goal: send TPS >= 0.97, p99 within noise), the scrapes made and the slowest
 one, and writes ``bench/broker/results-metrics-<UTC timestamp>.json``.
 
+``--metrics --paired`` (issue #24, brokerbench/paired.py): both rocketmq_tx brokers at once,
+one without metrics and one with PROM scraped every second, and one ``rocketmq.bench.PairedSend``
+JVM sending from 64 threads to one of them at a time in ``--windows`` windows of
+``--window-seconds`` (A B B A ...), after ``--warmup`` (default 10 s) on both. It prints the
+median of the per-pair TPS ratios (goal >= 0.97), p99 and each broker's CPU per message, and
+writes ``bench/broker/results-metrics-paired-<UTC timestamp>.json``. ``--paired-null``: both
+brokers without metrics (an A/A run, the instrument's own reading when nothing differs).
+
 ``--transactions`` (issue #21): for each target, on fresh processes, a ``--warmup`` (default
 10 s), then the benchmark Producer (plain sync sends) and the benchmark TransactionProducer
 (its defaults -sr 0 -su 0: every local transaction commits at once, no check-back), 64
@@ -122,7 +130,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from brokerbench import features, five, ha, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
+from brokerbench import features, five, ha, paired, summary  # noqa: E402  (puts the repository, bench/ and compat-tests/ on the path)
 from brokerbench.peers import Target, tools_classpath  # noqa: E402
 from brokerbench.phases import bench_metrics, bench_send, bench_target, measured, metrics_settings  # noqa: E402
 from brokerbench.report import (  # noqa: E402
@@ -309,6 +317,19 @@ def main_metrics(args: argparse.Namespace, targets: list[str], tools_cp: str) ->
            rounds[0] if len(rounds) == 1 else rounds, "\n\n".join(parts))
 
 
+def main_metrics_paired(args: argparse.Namespace, tools_cp: str) -> None:
+    """--metrics --paired (issue #24): both brokers at once, one PairedSend JVM taking turns between them."""
+    warmup = 10.0 if args.warmup is None else args.warmup
+    started = dt.datetime.now(dt.UTC)
+    out = paired.bench_paired(args, tools_cp, args.windows, args.window_seconds, warmup, args.paired_null)
+    text, _ = paired.report(out)
+    finish(args, "metrics-paired", started,
+           {"mode": "metrics-paired", "windows": args.windows, "window_s": args.window_seconds,
+            "warmup_phase_s": warmup, "null": args.paired_null},
+           {"metrics": {"tx_broker_extra": {"metricsExporterType": "PROM"}, "scrape_interval_s": 1.0,
+                        "tx_mode": args.tx_mode}}, out, text)
+
+
 def main_transactions(args: argparse.Namespace, targets: list[str], tools_cp: str) -> None:
     seconds, warmup = phase_lengths(args, 20.0, 10.0)
     started = dt.datetime.now(dt.UTC)
@@ -417,6 +438,14 @@ def main() -> None:
     parser.add_argument("--metrics", action="store_true",
                         help="rocketmq_tx with Prometheus metrics on (scraped every second) against off: "
                              "64-thread send TPS and p99")
+    parser.add_argument("--paired", action="store_true",
+                        help="--metrics: both brokers at once and one PairedSend JVM sending to them in turn, "
+                             "--windows windows of --window-seconds (A B B A ...), judged on the median of the "
+                             "per-pair ratios")
+    parser.add_argument("--paired-null", action="store_true",
+                        help="--paired with metrics off on both brokers: an A/A run, the instrument's own noise")
+    parser.add_argument("--windows", type=int, default=40, help="--paired: measured windows (default 40)")
+    parser.add_argument("--window-seconds", type=float, default=5.0, help="--paired: seconds a window (default 5)")
     parser.add_argument("--ha", action="store_true",
                         help="issue #23: an ASYNC_MASTER + slave (send TPS, the slave's lag sampled every second) "
                              "and a SYNC_MASTER + slave (send TPS, p99) per target, tx / Java")
@@ -458,6 +487,12 @@ def main() -> None:
                       args.metrics))) > 1:
         parser.error("--tls, --acl, --transactions, --sql92, --pop/--timer, --ha and --metrics are separate "
                      "comparisons")
+    args.paired = args.paired or args.paired_null
+    if args.paired and not args.metrics:
+        parser.error("--paired goes with --metrics")
+    if args.metrics and args.paired:
+        main_metrics_paired(args, tools_cp)
+        return
     if args.metrics:
         main_metrics(args, targets, tools_cp)
         return

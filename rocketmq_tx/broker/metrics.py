@@ -233,7 +233,7 @@ class BrokerMetrics:
 
     def _message_in_rows(self, topic: str, msg_type: str) -> tuple[list, list] | None:
         # The rows of a (topic, type) once found stay the rows (a table never drops one, and
-        # the overflow row is kept too): the hot path is then one dict lookup.
+        # the overflow row is kept too): the hot path is then two dict lookups.
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
             return None
         if self._in_cached > 4 * self.limit:

@@ -109,6 +109,10 @@ def summarize(raw: dict, raw_path: Path | None = None) -> dict:
         from .five import summarize as five_summary
 
         return five_summary(raw, raw_path)
+    if mode == "metrics-paired":
+        from .paired import summarize as paired_summary
+
+        return paired_summary(raw, raw_path)
     rounds = raw["results"] if isinstance(raw["results"], list) else [raw["results"]]
     settings = {k: raw.get(k) for k in ("seconds", "warmup_phase_s", "rounds", "body_size", "tools", "cpus")
                 if raw.get(k) is not None}
