@@ -152,6 +152,7 @@ def metrics_cost(messages: int, rounds: int) -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
+
 def _instructions_child(on: bool, messages: int) -> None:
     """One callgrind run of --metrics-instructions: warm up, then *messages* plain sends."""
     root = tempfile.mkdtemp(prefix="txpath-")

@@ -136,17 +136,9 @@ public final class PairedSend {
             }
             Arrays.sort(all);
             out.append(String.format(Locale.ROOT, ", \"%s\": {\"sends\": %d, \"p50_ms\": %.3f, \"p99_ms\": %.3f}",
-                to == 0 ? "a" : "b", total, pct(all, 0.50), pct(all, 0.99)));
+                to == 0 ? "a" : "b", total, SendLatency.pct(all, 0.50), SendLatency.pct(all, 0.99)));
         }
         System.out.println(out.append("}"));
         System.exit(0);
-    }
-
-    private static double pct(long[] sorted, double q) {
-        if (sorted.length == 0) {
-            return Double.NaN;
-        }
-        int i = (int) Math.ceil(q * sorted.length) - 1;
-        return sorted[Math.max(0, Math.min(sorted.length - 1, i))] / 1e6;
     }
 }

@@ -102,7 +102,8 @@ public final class SendLatency {
         System.exit(0);
     }
 
-    private static double pct(long[] sorted, double q) {
+    /** The q-quantile of a sorted array of nanosecond samples, in ms (NaN when empty). */
+    static double pct(long[] sorted, double q) {
         if (sorted.length == 0) {
             return Double.NaN;
         }
