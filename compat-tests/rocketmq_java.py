@@ -135,7 +135,11 @@ def start_broker(classpath: str, namesrv_addr: str, *, broker_name: str = "broke
             proc = _start_broker(classpath, namesrv_addr, chosen, store, broker_name, cluster, extra, home, props,
                                  commitlog_size, jvm_extra)
         except jh.JavaStartError as e:
-            if retries and "Address already in use" in str(e):
+            # the whole stderr, not the error's tail: the broker's shutdown hook logs a page of
+            # unregister failures after the BindException, which pushes it out of the tail
+            err = home.root / "BrokerStartup.stderr"
+            text = err.read_text(errors="replace") if err.is_file() else ""
+            if retries and "Address already in use" in str(e) + text:
                 retries -= 1
                 shutil.rmtree(store, ignore_errors=True)
                 continue
