@@ -84,8 +84,12 @@ one without metrics and one with PROM scraped every second, and one ``rocketmq.b
 JVM sending from 64 threads to one of them at a time in ``--windows`` windows of
 ``--window-seconds`` (A B B A ...), after ``--warmup`` (default 10 s) on both. It prints the
 median of the per-pair TPS ratios (goal >= 0.97), p99 and each broker's CPU per message, and
-writes ``bench/broker/results-metrics-paired-<UTC timestamp>.json``. ``--paired-null``: both
-brokers without metrics (an A/A run, the instrument's own reading when nothing differs).
+writes ``bench/broker/results-metrics-paired-<UTC timestamp>.json``. It runs ``--legs`` (default
+2) such runs on fresh brokers, metrics on B in the first and on A in the second (a crossover,
+so a slot that reads better falls on both sides), and judges the geometric mean of the legs'
+medians.
+``--paired-null``: both brokers without metrics (an A/A run, the instrument's own reading when
+nothing differs).
 
 ``--transactions`` (issue #21): for each target, on fresh processes, a ``--warmup`` (default
 10 s), then the benchmark Producer (plain sync sends) and the benchmark TransactionProducer
@@ -321,11 +325,12 @@ def main_metrics_paired(args: argparse.Namespace, tools_cp: str) -> None:
     """--metrics --paired (issue #24): both brokers at once, one PairedSend JVM taking turns between them."""
     warmup = 10.0 if args.warmup is None else args.warmup
     started = dt.datetime.now(dt.UTC)
-    out = paired.bench_paired(args, tools_cp, args.windows, args.window_seconds, warmup, args.paired_null)
+    out = paired.bench_crossover(args, tools_cp, args.windows, args.window_seconds, warmup, args.paired_null,
+                                 args.legs)
     text, _ = paired.report(out)
     finish(args, "metrics-paired", started,
            {"mode": "metrics-paired", "windows": args.windows, "window_s": args.window_seconds,
-            "warmup_phase_s": warmup, "null": args.paired_null},
+            "warmup_phase_s": warmup, "legs": args.legs, "null": args.paired_null},
            {"metrics": {"tx_broker_extra": {"metricsExporterType": "PROM"}, "scrape_interval_s": 1.0,
                         "tx_mode": args.tx_mode}}, out, text)
 
@@ -446,6 +451,8 @@ def main() -> None:
                         help="--paired with metrics off on both brokers: an A/A run, the instrument's own noise")
     parser.add_argument("--windows", type=int, default=40, help="--paired: measured windows (default 40)")
     parser.add_argument("--window-seconds", type=float, default=5.0, help="--paired: seconds a window (default 5)")
+    parser.add_argument("--legs", type=int, default=2,
+                        help="--paired: runs on fresh brokers, metrics on B, then A, ... (default 2, a crossover)")
     parser.add_argument("--ha", action="store_true",
                         help="issue #23: an ASYNC_MASTER + slave (send TPS, the slave's lag sampled every second) "
                              "and a SYNC_MASTER + slave (send TPS, p99) per target, tx / Java")

@@ -49,6 +49,31 @@ def cpu_seconds(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def process_counters(pid: int | None) -> dict[str, float] | None:
+    """What /proc says process *pid* did so far (all its threads): user and system CPU
+    seconds, and voluntary / involuntary context switches summed over its threads."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        out: dict[str, float] = {"utime_s": int(fields[11]) / tick, "stime_s": int(fields[12]) / tick}
+        out["voluntary_ctxt_switches"] = out["nonvoluntary_ctxt_switches"] = 0
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/status") as f:
+                    for line in f:
+                        key, _, value = line.partition(":")
+                        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+                            out[key] += int(value)
+            except OSError:  # a thread that ended meanwhile
+                pass
+        return out
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 # --------------------------------------------------------------------------- Java classpaths
 
 def tools_classpath() -> str:
