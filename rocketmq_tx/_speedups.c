@@ -2325,7 +2325,6 @@ static PyObject *parse_extra_info(PyObject *self, PyObject *arg)
 /* The four TopicMessageType metric values (rocketmq_tx.broker.metrics), made at import. */
 static PyObject *s_normal, *s_fifo, *s_delay, *s_transaction, *s_tran_msg, *s_sharding_key;
 static PyObject *s_delay_keys[5];
-static PyObject *one; /* the int 1, made at import */
 
 /* Java BrokerMetricsManager.getMessageType of a properties dict (see the twin): one of the
  * four constants, borrowed; NULL with an exception set on failure. */
@@ -2383,63 +2382,149 @@ static int row_add(PyObject *row, Py_ssize_t i, PyObject *n)
     return 0;
 }
 
-/* bisect.bisect_left(bounds, value) over a tuple of floats. */
-static Py_ssize_t bucket_of(PyObject *bounds, double value)
+/*
+ * row[i] += a; row[j] += b, for a series row of *width* numbers: a list of Python numbers, or
+ * (the hot tables' rows, rocketmq_tx.metrics.core.SeriesTable(compact=True)) an
+ * array.array('q'), added to in place: no int object made per add, and the row's numbers in
+ * one block of memory rather than one object each.
+ */
+static int row_add2(PyObject *row, Py_ssize_t width, Py_ssize_t i, long long a, Py_ssize_t j, long long b)
 {
-    Py_ssize_t n = PyTuple_GET_SIZE(bounds);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(bounds, i)) >= value)
-            return i;
+    if (PyList_Check(row)) {
+        if (PyList_GET_SIZE(row) < width) {
+            PyErr_SetString(PyExc_TypeError, "a series row is shorter than its table's width");
+            return -1;
+        }
+        PyObject *va = PyLong_FromLongLong(a), *vb = va == NULL ? NULL : PyLong_FromLongLong(b);
+        int rc = vb == NULL ? -1 : row_add(row, i, va);
+        if (rc == 0)
+            rc = row_add(row, j, vb);
+        Py_XDECREF(va);
+        Py_XDECREF(vb);
+        return rc;
     }
-    return n;
-}
-
-static int histogram_add(PyObject *row, PyObject *bounds, long long value)
-{
-    if (!PyList_Check(row) || PyList_GET_SIZE(row) != PyTuple_GET_SIZE(bounds) + 2) {
-        PyErr_SetString(PyExc_TypeError, "a histogram row is a list of len(bounds) + 2 numbers");
+    Py_buffer view;
+    if (PyObject_GetBuffer(row, &view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
         return -1;
+    int rc = -1;
+    if (view.itemsize != 8 || view.format == NULL || strcmp(view.format, "q") != 0 || view.len / 8 < width) {
+        PyErr_SetString(PyExc_TypeError, "a series row is a list or an array('q') of its table's width");
+    } else {
+        long long *v = (long long *)view.buf;
+        long long x, y;
+        if (__builtin_add_overflow(v[i], a, &x) || (i != j ? __builtin_add_overflow(v[j], b, &y)
+                                                            : __builtin_add_overflow(x, b, &y))) {
+            PyErr_SetString(PyExc_OverflowError, "a series row's number passed 2**63");
+        } else {
+            v[i] = x;
+            v[j] = y;
+            rc = 0;
+        }
     }
-    PyObject *v = PyLong_FromLongLong(value);
-    if (v == NULL)
-        return -1;
-    int rc = row_add(row, bucket_of(bounds, (double)value), one);
-    if (rc == 0)
-        rc = row_add(row, PyList_GET_SIZE(row) - 1, v);
-    Py_DECREF(v);
+    PyBuffer_Release(&view);
     return rc;
 }
 
-static int check_bounds(PyObject *bounds)
+/*
+ * The bounds tuples seen, as C doubles: a histogram's bounds are one tuple object for the
+ * process' life, so each call finds its bucket without touching a float object per bound.
+ * A tuple is kept (a strong reference) so that its address is never another's.
+ */
+#define BOUNDS_CACHED 8
+#define BOUNDS_MAX 64
+static struct {
+    PyObject *tuple;
+    Py_ssize_t n;
+    double v[BOUNDS_MAX];
+} bounds_cache[BOUNDS_CACHED];
+
+/* The cached doubles of *bounds* (a tuple of floats), filling a slot on first sight; NULL
+ * with TypeError if it is not such a tuple. *n* is set to its length. */
+static const double *bounds_of(PyObject *bounds, Py_ssize_t *n)
 {
-    if (!PyTuple_Check(bounds))
+    for (int k = 0; k < BOUNDS_CACHED && bounds_cache[k].tuple != NULL; k++) {
+        if (bounds_cache[k].tuple == bounds) {
+            *n = bounds_cache[k].n;
+            return bounds_cache[k].v;
+        }
+    }
+    if (!PyTuple_Check(bounds) || PyTuple_GET_SIZE(bounds) > BOUNDS_MAX)
         goto bad;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(bounds); i++) {
         if (!PyFloat_Check(PyTuple_GET_ITEM(bounds, i)))
             goto bad;
     }
-    return 0;
+    int k = 0;
+    while (k < BOUNDS_CACHED && bounds_cache[k].tuple != NULL)
+        k++;
+    static double scratch[BOUNDS_MAX]; /* a full cache (tests make many tuples): not cached */
+    double *v = k < BOUNDS_CACHED ? bounds_cache[k].v : scratch;
+    *n = PyTuple_GET_SIZE(bounds);
+    for (Py_ssize_t i = 0; i < *n; i++)
+        v[i] = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(bounds, i));
+    if (k < BOUNDS_CACHED) {
+        bounds_cache[k].tuple = Py_NewRef(bounds);
+        bounds_cache[k].n = *n;
+    }
+    return v;
 bad:
-    PyErr_SetString(PyExc_TypeError, "bounds must be a tuple of floats");
-    return -1;
+    PyErr_SetString(PyExc_TypeError, "bounds must be a tuple of at most 64 floats");
+    return NULL;
+}
+
+/* bisect.bisect_left(bounds, value) */
+static Py_ssize_t bucket_of(const double *bounds, Py_ssize_t n, double value)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (bounds[i] >= value)
+            return i;
+    }
+    return n;
+}
+
+/* One value into a histogram row (a count per bucket, then the sum). */
+static int histogram_add(PyObject *row, const double *bounds, Py_ssize_t n, long long value)
+{
+    return row_add2(row, n + 2, bucket_of(bounds, n, (double)value), 1, n + 1, value);
 }
 
 /*
- * count_message_in(cache, fallback, bounds, topic, props, msg_num, wrote_bytes) -> None:
+ * The arguments of a call through partial(f, state): state's items, then the call's. One
+ * tuple bound rather than its items keeps partial's call within CPython's small stack
+ * (_PY_FASTCALL_SMALL_STACK, 5 arguments): past it, partial allocates an argument array on
+ * every call, and these run on every request.
+ */
+static int unpack_state(PyObject *const *argv, Py_ssize_t nargs, Py_ssize_t nstate, Py_ssize_t ncall, PyObject **out)
+{
+    if (nargs != 1 + ncall || !PyTuple_Check(argv[0]) || PyTuple_GET_SIZE(argv[0]) != nstate)
+        return -1;
+    for (Py_ssize_t i = 0; i < nstate; i++)
+        out[i] = PyTuple_GET_ITEM(argv[0], i);
+    for (Py_ssize_t i = 0; i < ncall; i++)
+        out[nstate + i] = argv[1 + i];
+    return 0;
+}
+
+/*
+ * count_message_in((cache, fallback, bounds), topic, props, msg_num, wrote_bytes) -> None:
  * rocketmq_messages_in and rocketmq_message_size for one stored send (see the twin); the rows
  * are cache[topic][message_type(props)], and a miss is handed to *fallback* as
  * (topic, msg_type, msg_num, wrote_bytes). Two lookups on keys whose hashes are cached (a
  * str, an interned type name) and no key object made: this runs on every send.
  */
-static PyObject *count_message_in(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *count_message_in(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
 {
-    if (nargs != 7 || !PyDict_Check(args[0]) || !PyLong_Check(args[5]) || !PyLong_Check(args[6])) {
+    PyObject *args[7];
+    if (unpack_state(argv, nargs, 3, 4, args) < 0 || !PyDict_Check(args[0]) || !PyLong_Check(args[5])
+        || !PyLong_Check(args[6])) {
         PyErr_SetString(PyExc_TypeError,
-                        "count_message_in(cache: dict, fallback, bounds, topic, props: dict, msg_num: int, "
+                        "count_message_in((cache: dict, fallback, bounds), topic, props: dict, msg_num: int, "
                         "wrote_bytes: int)");
         return NULL;
     }
-    if (check_bounds(args[2]) < 0)
+    Py_ssize_t nbounds;
+    const double *bounds = bounds_of(args[2], &nbounds);
+    if (bounds == NULL)
         return NULL;
     PyObject *kind = message_type_of(args[4]); /* borrowed */
     if (kind == NULL)
@@ -2461,16 +2546,14 @@ static PyObject *count_message_in(PyObject *self, PyObject *const *args, Py_ssiz
         PyObject *argv[4] = {args[3], kind, args[5], args[6]};
         return PyObject_Vectorcall(args[1], argv, 4, NULL);
     }
-    if (!PyTuple_Check(rows) || PyTuple_GET_SIZE(rows) != 2 || !PyList_Check(PyTuple_GET_ITEM(rows, 0))
-        || PyList_GET_SIZE(PyTuple_GET_ITEM(rows, 0)) < 2) {
+    if (!PyTuple_Check(rows) || PyTuple_GET_SIZE(rows) != 2) {
         PyErr_SetString(PyExc_TypeError, "count_message_in: a cache entry is {msg_type: (row, size_row)}");
         return NULL;
     }
     long long num = PyLong_AsLongLong(args[5]), wrote = PyLong_AsLongLong(args[6]);
     if ((num == -1 || wrote == -1) && PyErr_Occurred())
         return NULL;
-    PyObject *row = PyTuple_GET_ITEM(rows, 0);
-    if (row_add(row, 0, args[5]) < 0 || row_add(row, 1, args[6]) < 0)
+    if (row_add2(PyTuple_GET_ITEM(rows, 0), 2, 0, num, 1, wrote) < 0)
         return NULL;
     /* wrote // num, Python's floor division */
     long long size = wrote;
@@ -2479,26 +2562,30 @@ static PyObject *count_message_in(PyObject *self, PyObject *const *args, Py_ssiz
         if ((wrote % num != 0) && ((wrote < 0) != (num < 0)))
             size -= 1;
     }
-    if (histogram_add(PyTuple_GET_ITEM(rows, 1), args[2], size) < 0)
+    if (histogram_add(PyTuple_GET_ITEM(rows, 1), bounds, nbounds, size) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
 /*
- * rpc_count(rows, fallback, long_polling_codes, bounds, request, response, started, later)
+ * rpc_count((rows, fallback, long_polling_codes, bounds), request, response, started, later)
  * -> None: rocketmq_rpc_latency for one answered request (see the twin, RpcLatency.rpc_done);
  * the row is rows[code][response_code * 4 + (flag & RPC_ONEWAY) + long_polling] (RPC_ONEWAY
  * is 2), a miss handed to *fallback* with the last four arguments. The inner key is a small
  * int for every common response code, so no key object is made.
  */
-static PyObject *rpc_count(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *rpc_count(PyObject *self, PyObject *const *argv, Py_ssize_t nargs)
 {
-    if (nargs != 8 || !PyDict_Check(args[0]) || !PyAnySet_Check(args[2]) || !PyFloat_Check(args[6])) {
-        PyErr_SetString(PyExc_TypeError, "rpc_count(rows: dict, fallback, long_polling_codes: frozenset, bounds, "
+    PyObject *args[8];
+    if (unpack_state(argv, nargs, 4, 4, args) < 0 || !PyDict_Check(args[0]) || !PyAnySet_Check(args[2])
+        || !PyFloat_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "rpc_count((rows: dict, fallback, long_polling_codes: frozenset, bounds), "
                                          "request, response, started: float, later)");
         return NULL;
     }
-    if (check_bounds(args[3]) < 0)
+    Py_ssize_t nbounds;
+    const double *bounds = bounds_of(args[3], &nbounds);
+    if (bounds == NULL)
         return NULL;
     PyObject *request = args[4], *response = args[5];
     if (response == Py_None)
@@ -2544,7 +2631,7 @@ static PyObject *rpc_count(PyObject *self, PyObject *const *args, Py_ssize_t nar
         result = PyObject_Vectorcall(args[1], args + 4, 4, NULL);
         goto done;
     }
-    if (histogram_add(row, args[3], elapsed_ms) == 0)
+    if (histogram_add(row, bounds, nbounds, elapsed_ms) == 0)
         result = Py_NewRef(Py_None);
 done:
     Py_XDECREF(code);
@@ -2653,8 +2740,6 @@ PyMODINIT_FUNC PyInit__speedups(void)
         if (*names[i].slot == NULL && (*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
     }
-    if (one == NULL && (one = PyLong_FromLong(1)) == NULL)
-        return NULL;
     pthread_condattr_init(&monotonic_condattr);
     pthread_condattr_setclock(&monotonic_condattr, CLOCK_MONOTONIC);
     if (PyType_Ready(&SyncFlusherType) < 0)

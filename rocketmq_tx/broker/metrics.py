@@ -30,6 +30,7 @@ from rocketmq_tx.metrics.core import (
     MESSAGE_SIZE_BUCKETS,
     Family,
     HistogramTable,
+    Row,
     SeriesTable,
     bool_label,
     observe_row,
@@ -128,15 +129,16 @@ def _message_type(props: dict[str, str]) -> str:
 message_type: Callable[[dict[str, str]], str] = speedups.message_type if speedups else _message_type
 
 
-def _count_message_in(cache: dict[str, dict[str, tuple[list, list]]], fallback: Callable[..., object],
-                      bounds: tuple[float, ...], topic: str, props: dict[str, str], msg_num: int,
-                      wrote_bytes: int) -> object:
+def _count_message_in(state: tuple[dict[str, dict[str, tuple[Row, Row]]], Callable[..., object], tuple[float, ...]],
+                      topic: str, props: dict[str, str], msg_num: int, wrote_bytes: int) -> object:
     """
     A stored send counted into its cached ``(messages_in row, message_size row)``,
-    ``cache[topic][message_type(props)]`` (the twin of ``_speedups.count_message_in``, called
-    through a ``partial``); a miss is *fallback*'s (:meth:`BrokerMetrics.message_in`, which
-    finds or makes the rows), told ``(topic, msg_type, msg_num, wrote_bytes)``.
+    ``cache[topic][message_type(props)]``, *state* being ``(cache, fallback, bounds)`` (the
+    twin of ``_speedups.count_message_in``, called through a ``partial``); a miss is
+    *fallback*'s (:meth:`BrokerMetrics.message_in`, which finds or makes the rows), told
+    ``(topic, msg_type, msg_num, wrote_bytes)``.
     """
+    cache, fallback, bounds = state
     msg_type = _message_type(props)
     types = cache.get(topic)
     rows = None if types is None else types.get(msg_type)
@@ -146,7 +148,7 @@ def _count_message_in(cache: dict[str, dict[str, tuple[list, list]]], fallback: 
     return None
 
 
-def _add_in(rows: tuple[list, list], bounds: tuple[float, ...], msg_num: int, wrote_bytes: int) -> None:
+def _add_in(rows: tuple[Row, Row], bounds: tuple[float, ...], msg_num: int, wrote_bytes: int) -> None:
     row, size_row = rows
     row[0] += msg_num
     row[1] += wrote_bytes
@@ -184,8 +186,10 @@ class BrokerMetrics:
         self.common: dict[str, str] = {**extra, **common}
         capped = self._capped
         #: (topic, message_type, is_system) -> [messages, bytes]
-        self.messages_in = SeriesTable("rocketmq_messages_in", 2, self.limit, capped)
-        self.message_size = HistogramTable("rocketmq_message_size", MESSAGE_SIZE_BUCKETS, self.limit, capped)
+        # counted on every send: compact rows (see SeriesTable)
+        self.messages_in = SeriesTable("rocketmq_messages_in", 2, self.limit, capped, compact=True)
+        self.message_size = HistogramTable("rocketmq_message_size", MESSAGE_SIZE_BUCKETS, self.limit, capped,
+                                           compact=True)
         #: (topic, consumer_group, is_system) -> [messages, bytes]
         self.messages_out = SeriesTable("rocketmq_messages_out", 2, self.limit, capped)
         #: POP's: (topic, consumer_group, is_system, is_retry) -> [messages, bytes]
@@ -200,11 +204,12 @@ class BrokerMetrics:
         self.pull_offsets: dict[tuple[str, str, int], int] = {}
         self._system_topic: dict[str, str] = {}
         #: topic -> message type -> (messages_in row, message_size row): message_in's cache
-        self._in_rows: dict[str, dict[str, tuple[list, list]]] = {}
+        self._in_rows: dict[str, dict[str, tuple[Row, Row]]] = {}
         self._in_cached = 0
         #: what the send processor calls for a stored send: ``count_in(topic, props, msg_num,
         #: wrote_bytes)``, its type found and its cached rows counted in C when the accelerator is there
-        self.count_in = partial(count_message_in, self._in_rows, self.message_in, MESSAGE_SIZE_BUCKETS)
+        # one tuple bound, not three items: see _speedups' unpack_state
+        self.count_in = partial(count_message_in, (self._in_rows, self.message_in, MESSAGE_SIZE_BUCKETS))
         self.reactor_lag: Callable[[], float] | None = None
         #: set by the service once the store is loaded and recovered
         self.store_ready = False
@@ -231,7 +236,7 @@ class BrokerMetrics:
         if rows is not None:
             _add_in(rows, self.message_size.bounds, msg_num, wrote_bytes)
 
-    def _message_in_rows(self, topic: str, msg_type: str) -> tuple[list, list] | None:
+    def _message_in_rows(self, topic: str, msg_type: str) -> tuple[Row, Row] | None:
         # The rows of a (topic, type) once found stay the rows (a table never drops one, and
         # the overflow row is kept too): the hot path is then two dict lookups.
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
@@ -454,7 +459,7 @@ def _gauge_rows(family: Family, common: dict[str, str], rows: list[tuple[dict[st
     return metric
 
 
-def _messages_out(family: Family, common: dict[str, str], rows: dict, overflow: list | None, pop_rows: dict,
+def _messages_out(family: Family, common: dict[str, str], rows: dict, overflow: Row | None, pop_rows: dict,
                   index: int) -> Metric:
     """Pulls' series, then POP's, which Java labels with is_retry too."""
     metric = family.build(common, rows, overflow, index=index)

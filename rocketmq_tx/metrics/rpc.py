@@ -13,7 +13,7 @@ from functools import partial
 from prometheus_client.core import Metric
 
 from rocketmq_tx.common.native import speedups
-from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS, Family, HistogramTable, bool_label, observe_row
+from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS, Family, HistogramTable, Row, bool_label, observe_row
 from rocketmq_tx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_tx.remoting.command import RPC_ONEWAY
 
@@ -48,16 +48,17 @@ def row_key(response_code: int, flag: int, long_polling: bool) -> int:
     return response_code * 4 + (flag & RPC_ONEWAY) + long_polling
 
 
-def _rpc_count(rows: dict[int, dict[int, list]], fallback: Callable[..., object],
-               long_polling_codes: frozenset[int], bounds: tuple[float, ...], request: RemotingCommand,
-               response: RemotingCommand | None, started: float, later: bool) -> object:
+def _rpc_count(state: tuple[dict[int, dict[int, Row]], Callable[..., object], frozenset[int], tuple[float, ...]],
+               request: RemotingCommand, response: RemotingCommand | None, started: float, later: bool) -> object:
     """
-    One answer counted into ``rows[code][row_key(...)]`` (the twin of ``_speedups.rpc_count``,
-    which the processor tables call through a ``partial``: no Python frame on every request).
-    A row not there yet is *fallback*'s (:meth:`RpcLatency.rpc_done`, which makes it).
+    One answer counted into ``rows[code][row_key(...)]``, *state* being ``(rows, fallback,
+    long_polling_codes, bounds)`` (the twin of ``_speedups.rpc_count``, which the processor
+    tables call through a ``partial``: no Python frame on every request). A row not there yet
+    is *fallback*'s (:meth:`RpcLatency.rpc_done`, which makes it).
     """
     if response is None:
         return None
+    rows, fallback, long_polling_codes, bounds = state
     elapsed_ms = int((time.monotonic() - started) * 1000.0)
     code = request.code
     codes = rows.get(code)
@@ -82,10 +83,11 @@ class RpcLatency:
 
     def __init__(self, limit: int, on_capped: Callable[[str, int], object] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.table = HistogramTable(RPC_LATENCY.name, RPC_LATENCY_BUCKETS, limit, on_capped)
+        # counted on every answer: compact rows (see SeriesTable)
+        self.table = HistogramTable(RPC_LATENCY.name, RPC_LATENCY_BUCKETS, limit, on_capped, compact=True)
         self.clock = clock
         #: request code -> row_key -> the table's row: the hot path's cache
-        self._rows: dict[int, dict[int, list]] = {}
+        self._rows: dict[int, dict[int, Row]] = {}
         self._cached = 0
 
     @property
@@ -94,7 +96,8 @@ class RpcLatency:
         the accelerator is there), :meth:`rpc_done` for a new row or a test's own clock."""
         if self.clock is not time.monotonic:
             return self.rpc_done
-        return partial(rpc_count, self._rows, self.rpc_done, _LONG_POLLING_CODES, RPC_LATENCY_BUCKETS)
+        # one tuple bound, not four items: see _speedups' unpack_state
+        return partial(rpc_count, (self._rows, self.rpc_done, _LONG_POLLING_CODES, RPC_LATENCY_BUCKETS))
 
     def rpc_done(self, request: RemotingCommand, response: RemotingCommand | None, started: float,
                  later: bool) -> None:
@@ -114,7 +117,7 @@ class RpcLatency:
             row = self._row(code, response.code, long_polling, request.flag & RPC_ONEWAY)
         observe_row(row, RPC_LATENCY_BUCKETS, elapsed_ms)
 
-    def _row(self, code: int, response_code: int, long_polling: bool, oneway: int) -> list:
+    def _row(self, code: int, response_code: int, long_polling: bool, oneway: int) -> Row:
         # the histogram row of raw codes, found once: a table never drops a row (the overflow
         # row included), so the hot path is two dict lookups
         if self._cached > 4 * self.table.limit:

@@ -344,6 +344,10 @@ class MetricsCountingTests(SynchronousTestCase):
         self.assertIs(broker_metrics.message_type, speedups.message_type)
         self.assertIs(broker_metrics.count_message_in, speedups.count_message_in)
         self.assertIs(rpc.rpc_count, speedups.rpc_count)
+        # the rows counted on every request are the compact ones the C call adds to in place
+        latency = rpc.RpcLatency(10)
+        self.assertTrue(latency.table.compact)
+        self.assertEqual(latency._row(10, 0, False, 0).typecode, "q")
 
     @given(st.dictionaries(st.sampled_from(_TYPE_KEYS), _TYPE_VALUES, max_size=6))
     def test_message_type(self, props: dict) -> None:
@@ -368,19 +372,67 @@ class MetricsCountingTests(SynchronousTestCase):
                 cache.setdefault(topic, {})[msg_type] = ([0, 0], [0] * (len(MESSAGE_SIZE_BUCKETS) + 2))
 
             for topic, props, msg_num, wrote in sends:
-                count(cache, fallback, MESSAGE_SIZE_BUCKETS, topic, props, msg_num, wrote)
+                count((cache, fallback, MESSAGE_SIZE_BUCKETS), topic, props, msg_num, wrote)
             tables.append((cache, missed))
         self.assertEqual(tables[0], tables[1])
+
+    @given(st.lists(st.tuples(st.sampled_from(["T1", "T2"]),
+                              st.dictionaries(st.sampled_from(_TYPE_KEYS), _TYPE_VALUES, max_size=4),
+                              st.integers(1, 300), st.integers(0, 10 ** 7)), max_size=30))
+    def test_count_message_in_compact_rows(self, sends: list) -> None:
+        """The hot tables' rows (array('q'), added to in place by the C call) end with the
+        numbers that list rows counted by the twin end with."""
+        from array import array
+
+        from rocketmq_tx.broker.metrics import _count_message_in
+        from rocketmq_tx.metrics.core import MESSAGE_SIZE_BUCKETS
+
+        width = len(MESSAGE_SIZE_BUCKETS) + 2
+        tables = []
+        for count, make in ((speedups.count_message_in, lambda n: array("q", bytes(8 * n))),
+                            (_count_message_in, lambda n: array("q", bytes(8 * n))),
+                            (_count_message_in, lambda n: [0] * n)):
+            cache: dict = {}
+
+            def fallback(topic, msg_type, msg_num, wrote, cache=cache, make=make):
+                cache.setdefault(topic, {})[msg_type] = (make(2), make(width))
+
+            for topic, props, msg_num, wrote in sends:
+                count((cache, fallback, MESSAGE_SIZE_BUCKETS), topic, props, msg_num, wrote)
+            tables.append({t: {k: (list(a), list(b)) for k, (a, b) in types.items()} for t, types in cache.items()})
+        self.assertEqual(tables[0], tables[2])
+        self.assertEqual(tables[1], tables[2])
+
+    def test_compact_row_refusals(self) -> None:
+        """A compact row must be an int64 array wide enough; a sum past 2**63 is an
+        OverflowError and leaves the row as it was."""
+        from array import array
+
+        from rocketmq_tx.metrics.core import MESSAGE_SIZE_BUCKETS
+
+        width = len(MESSAGE_SIZE_BUCKETS) + 2
+        for row in (array("d", [0.0, 0.0]), array("q", [0]), array("i", [0, 0]), bytearray(16)):
+            cache = {"T": {"normal": (row, array("q", bytes(8 * width)))}}
+            self.assertRaises(TypeError, speedups.count_message_in, (cache, None, MESSAGE_SIZE_BUCKETS), "T", {}, 1, 5)
+        full = array("q", [2 ** 63 - 1, 0])
+        size_row = array("q", bytes(8 * width))
+        cache = {"T": {"normal": (full, size_row)}}
+        self.assertRaises(OverflowError, speedups.count_message_in, (cache, None, MESSAGE_SIZE_BUCKETS), "T", {}, 1, 5)
+        self.assertEqual(list(full), [2 ** 63 - 1, 0])
+        self.assertEqual(list(size_row), [0] * width)
 
     def test_count_message_in_refusals(self) -> None:
         from rocketmq_tx.metrics.core import MESSAGE_SIZE_BUCKETS
 
         cache = {"T": {"normal": ([0, 0], [0, 0])}}  # a size row of the wrong length
-        self.assertRaises(TypeError, speedups.count_message_in, cache, None, MESSAGE_SIZE_BUCKETS, "T", {}, 1, 5)
-        self.assertRaises(TypeError, speedups.count_message_in, {"T": []}, None, MESSAGE_SIZE_BUCKETS, "T", {}, 1, 5)
-        self.assertRaises(TypeError, speedups.count_message_in, {}, None, [1.0], "T", {}, 1, 5)
-        self.assertRaises(TypeError, speedups.count_message_in, {}, None, MESSAGE_SIZE_BUCKETS, "T", {}, "1", 5)
-        self.assertRaises(TypeError, speedups.count_message_in, {}, None, MESSAGE_SIZE_BUCKETS, "T", "normal", 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, (cache, None, MESSAGE_SIZE_BUCKETS), "T", {}, 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, ({"T": []}, None, MESSAGE_SIZE_BUCKETS), "T", {}, 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, ({}, None, [1.0]), "T", {}, 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, ({}, None, MESSAGE_SIZE_BUCKETS), "T", {}, "1", 5)
+        self.assertRaises(TypeError, speedups.count_message_in, ({}, None, MESSAGE_SIZE_BUCKETS), "T", "normal", 1, 5)
+        # the state is one tuple of three, as the partial binds it
+        self.assertRaises(TypeError, speedups.count_message_in, {}, None, MESSAGE_SIZE_BUCKETS, "T", {}, 1, 5)
+        self.assertRaises(TypeError, speedups.count_message_in, ({}, None), "T", {}, 1, 5)
 
     def test_rpc_count(self) -> None:
         import time
@@ -411,8 +463,8 @@ class MetricsCountingTests(SynchronousTestCase):
 
             for request, response, later in cases:
                 for age in ages:
-                    count(rows, fallback, lp, RPC_LATENCY_BUCKETS, request, response, time.monotonic() - age, later)
-                count(rows, fallback, lp, RPC_LATENCY_BUCKETS, request, None, time.monotonic(), later)
+                    count((rows, fallback, lp, RPC_LATENCY_BUCKETS), request, response, time.monotonic() - age, later)
+                count((rows, fallback, lp, RPC_LATENCY_BUCKETS), request, None, time.monotonic(), later)
             results.append((rows, missed))
         (c_rows, c_missed), (py_rows, py_missed) = results
         self.assertEqual(c_missed, py_missed)
@@ -439,17 +491,20 @@ class MetricsCountingTests(SynchronousTestCase):
             rows = {10: {row_key(rcode, 0, False): [0] * (len(RPC_LATENCY_BUCKETS) + 2)}}
             missed: list = []
             for _ in range(3):
-                speedups.rpc_count(rows, lambda *a, missed=missed: missed.append(a[1].code), frozenset(),
-                                   RPC_LATENCY_BUCKETS, request, response, time.monotonic(), False)
+                speedups.rpc_count((rows, lambda *a, missed=missed: missed.append(a[1].code), frozenset(),
+                                    RPC_LATENCY_BUCKETS), request, response, time.monotonic(), False)
             self.assertEqual(missed, [rcode] * 3)
 
     def test_rpc_count_refusals(self) -> None:
         request = RemotingCommand.request(10)
         response = request.make_response(0)
-        self.assertRaises(TypeError, speedups.rpc_count, {}, None, {11}, (1.0,), request, response, 1, False)
-        self.assertRaises(TypeError, speedups.rpc_count, {}, None, frozenset(), [1.0], request, response, 1.0, False)
-        self.assertRaises(AttributeError, speedups.rpc_count, {}, None, frozenset(), (1.0,), object(), response, 1.0,
+        self.assertRaises(TypeError, speedups.rpc_count, ({}, None, {11}, (1.0,)), request, response, 1, False)
+        self.assertRaises(TypeError, speedups.rpc_count, ({}, None, frozenset(), [1.0]), request, response, 1.0, False)
+        self.assertRaises(AttributeError, speedups.rpc_count, ({}, None, frozenset(), (1.0,)), object(), response, 1.0,
                           False)
+        # the state is one tuple of four, as the partial binds it
+        self.assertRaises(TypeError, speedups.rpc_count, {}, None, frozenset(), (1.0,), request, response, 1.0, False)
+        self.assertRaises(TypeError, speedups.rpc_count, ({}, None, frozenset()), request, response, 1.0, False)
 
 
 def _result(fn, *args):
