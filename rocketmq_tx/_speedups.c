@@ -2383,7 +2383,7 @@ static int row_add(PyObject *row, Py_ssize_t i, PyObject *n)
 }
 
 /*
- * row[i] += a; row[j] += b, for a series row of *width* numbers: a list of Python numbers, or
+ * row[i] += a; row[j] += b, for a series row of exactly *width* numbers: a list of Python numbers, or
  * (the hot tables' rows, rocketmq_tx.metrics.core.SeriesTable(compact=True)) an
  * array.array('q'), added to in place: no int object made per add, and the row's numbers in
  * one block of memory rather than one object each.
@@ -2391,8 +2391,8 @@ static int row_add(PyObject *row, Py_ssize_t i, PyObject *n)
 static int row_add2(PyObject *row, Py_ssize_t width, Py_ssize_t i, long long a, Py_ssize_t j, long long b)
 {
     if (PyList_Check(row)) {
-        if (PyList_GET_SIZE(row) < width) {
-            PyErr_SetString(PyExc_TypeError, "a series row is shorter than its table's width");
+        if (PyList_GET_SIZE(row) != width) {
+            PyErr_SetString(PyExc_TypeError, "a series row is not as wide as its table");
             return -1;
         }
         PyObject *va = PyLong_FromLongLong(a), *vb = va == NULL ? NULL : PyLong_FromLongLong(b);
@@ -2407,7 +2407,7 @@ static int row_add2(PyObject *row, Py_ssize_t width, Py_ssize_t i, long long a, 
     if (PyObject_GetBuffer(row, &view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
         return -1;
     int rc = -1;
-    if (view.itemsize != 8 || view.format == NULL || strcmp(view.format, "q") != 0 || view.len / 8 < width) {
+    if (view.itemsize != 8 || view.format == NULL || strcmp(view.format, "q") != 0 || view.len != 8 * width) {
         PyErr_SetString(PyExc_TypeError, "a series row is a list or an array('q') of its table's width");
     } else {
         long long *v = (long long *)view.buf;

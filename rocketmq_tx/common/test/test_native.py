@@ -411,7 +411,8 @@ class MetricsCountingTests(SynchronousTestCase):
         from rocketmq_tx.metrics.core import MESSAGE_SIZE_BUCKETS
 
         width = len(MESSAGE_SIZE_BUCKETS) + 2
-        for row in (array("d", [0.0, 0.0]), array("q", [0]), array("i", [0, 0]), bytearray(16)):
+        for row in (array("d", [0.0, 0.0]), array("q", [0]), array("q", [0, 0, 0]), array("i", [0, 0]),
+                    bytearray(16)):
             cache = {"T": {"normal": (row, array("q", bytes(8 * width)))}}
             self.assertRaises(TypeError, speedups.count_message_in, (cache, None, MESSAGE_SIZE_BUCKETS), "T", {}, 1, 5)
         full = array("q", [2 ** 63 - 1, 0])
