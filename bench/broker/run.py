@@ -445,8 +445,8 @@ def main() -> None:
                              "64-thread send TPS and p99")
     parser.add_argument("--paired", action="store_true",
                         help="--metrics: both brokers at once and one PairedSend JVM sending to them in turn, "
-                             "--windows windows of --window-seconds (A B B A ...), judged on the median of the "
-                             "per-pair ratios")
+                             "--windows windows of --window-seconds (A B B A ...), in --legs runs (metrics on B, "
+                             "then A); judged on the geometric mean of the legs' per-pair medians")
     parser.add_argument("--paired-null", action="store_true",
                         help="--paired with metrics off on both brokers: an A/A run, the instrument's own noise")
     parser.add_argument("--windows", type=int, default=40, help="--paired: measured windows (default 40)")
