@@ -159,6 +159,18 @@ def stored(broker: tb.TxBroker, topic: str, queues: int = 4) -> list[Any]:
     return found
 
 
+def stored_keys(broker: tb.TxBroker, topic: str, keys: set[str], timeout: float = 30.0) -> Counter:
+    """The first keys of the topic's stored messages, once every one of *keys* is there (or
+    *timeout* passed): the commit a check-back answers is a oneway END_TRANSACTION, stored
+    and dispatched by the broker a moment after the producer saw the check."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = Counter(m.keys[0] for m in stored(broker, topic))
+        if keys <= set(found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
 def wait_consumed(peer: TxPeer, consumer: str, keys: set[str], quiet: float = 4.0, timeout: float = 90.0
                   ) -> Counter:
     """The keys *consumer* got, once every one of *keys* arrived and *quiet* seconds more passed."""
@@ -361,8 +373,9 @@ def test_store_written_by_java_taken_over(tx_peer, java_peer, tmp_path: Path):
     try:
         tb.wait_topic_route(namesrv, topic, [broker.name])
         _second_half(peer, f"t1{v}", namesrv, group, topic, v, "java", pending)
-        keys = Counter(m.keys[0] for m in stored(broker, topic))
-        assert keys == Counter({f"java-commit{v}": 1, pending: 1, f"java-after{v}": 1}), keys
+        want = Counter({f"java-commit{v}": 1, pending: 1, f"java-after{v}": 1})
+        keys = stored_keys(broker, topic, set(want))
+        assert keys == want, keys
         problems = tb.broker_log_problems(broker.log_text())
         assert not problems, problems
     finally:
@@ -389,5 +402,6 @@ def test_store_written_by_us_taken_over_by_java(tx_peer, java_peer, tmp_path: Pa
                          port=port, graceful=False) as jc:
         tb.wait_topic_route(jc.namesrv_addr, topic, ["compat-broker"])
         _second_half(peer, f"j2{v}", jc.namesrv_addr, group, topic, v, "tx", pending)
-        keys = Counter(m.keys[0] for m in stored(broker, topic))
-        assert keys == Counter({f"tx-commit{v}": 1, pending: 1, f"tx-after{v}": 1}), keys
+        want = Counter({f"tx-commit{v}": 1, pending: 1, f"tx-after{v}": 1})
+        keys = stored_keys(broker, topic, set(want))
+        assert keys == want, keys
