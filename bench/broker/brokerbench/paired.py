@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .peers import HOMES, BenchHome, cpu_seconds, process_counters, rss_kib, start_tx
+from .peers import HOMES, BenchHome, process_counters, rss_kib, start_tx
 from .phases import Scraper, metrics_settings
 from .settings import BODY_SIZE, TOOL_JVM, WORK, log
 from .tools import Tool, ensure_topic
@@ -72,10 +72,8 @@ def bench_paired(args: argparse.Namespace, tools_cp: str, windows: int, window_s
                      str(window_s), str(windows)])
         try:
             tool.wait_for("^windows start$", warmup + 120)
-            cpu_before = {k: cpu_seconds(t.broker_pid) for k, t in targets.items()}
             counters_before = {k: process_counters(t.broker_pid) for k, t in targets.items()}
             tool.wait_for("^windows end$", windows * window_s + 60)
-            cpu_after = {k: cpu_seconds(t.broker_pid) for k, t in targets.items()}
             counters_after = {k: process_counters(t.broker_pid) for k, t in targets.items()}
             deadline = time.monotonic() + 60
             while tool.proc.poll() is None and time.monotonic() < deadline:
@@ -89,11 +87,11 @@ def bench_paired(args: argparse.Namespace, tools_cp: str, windows: int, window_s
             raise RuntimeError(f"PairedSend printed no result; stderr {tool.stderr_path}:\n{tool.stderr_tail()}")
         out.update(json.loads(line.replace("NaN", "null")))
         for k in targets:
-            before, after = cpu_before[k], cpu_after[k]
-            out[k]["broker_cpu_s"] = None if before is None or after is None else round(after - before, 2)
             c0, c1 = counters_before[k], counters_after[k]
-            out[k]["broker_counters"] = None if c0 is None or c1 is None else {
-                name: round(c1[name] - c0[name], 2) for name in c0}
+            counters = None if c0 is None or c1 is None else {name: round(c1[name] - c0[name], 2) for name in c0}
+            out[k]["broker_counters"] = counters
+            out[k]["broker_cpu_s"] = None if c0 is None or c1 is None else round(
+                c1["utime_s"] + c1["stime_s"] - c0["utime_s"] - c0["stime_s"], 2)
             out[k]["broker_rss_kib"] = rss_kib(targets[k].broker_pid)
     finally:
         if scraper is not None:

@@ -37,16 +37,22 @@ def rss_kib(pid: int) -> int | None:
     return None
 
 
+def _cpu_times(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of process *pid* (all its threads), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def cpu_seconds(pid: int | None) -> float | None:
     """User + system CPU time of process *pid* (all its threads), from /proc/<pid>/stat."""
     if pid is None:
         return None
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(_cpu_times(pid))
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def process_counters(pid: int | None) -> dict[str, float] | None:
@@ -55,11 +61,9 @@ def process_counters(pid: int | None) -> dict[str, float] | None:
     if pid is None:
         return None
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        tick = os.sysconf("SC_CLK_TCK")
-        out: dict[str, float] = {"utime_s": int(fields[11]) / tick, "stime_s": int(fields[12]) / tick}
-        out["voluntary_ctxt_switches"] = out["nonvoluntary_ctxt_switches"] = 0
+        utime, stime = _cpu_times(pid)
+        out: dict[str, float] = {"utime_s": utime, "stime_s": stime,
+                                 "voluntary_ctxt_switches": 0, "nonvoluntary_ctxt_switches": 0}
         for task in os.listdir(f"/proc/{pid}/task"):
             try:
                 with open(f"/proc/{pid}/task/{task}/status") as f:
