@@ -437,6 +437,7 @@ class MetricsCountingTests(SynchronousTestCase):
 
     def test_rpc_count(self) -> None:
         import time
+        from array import array
 
         from rocketmq_tx.metrics.core import RPC_LATENCY_BUCKETS
         from rocketmq_tx.metrics.rpc import _rpc_count, row_key
@@ -459,8 +460,9 @@ class MetricsCountingTests(SynchronousTestCase):
             def fallback(request, response, started, later, rows=rows, missed=missed):
                 long_polling = bool(later and request.code in lp)
                 missed.append((request.code, response.code, long_polling, request.flag & RPC_ONEWAY))
+                # the compact rows RpcLatency makes (list rows: test_count_message_in)
                 rows.setdefault(request.code, {})[row_key(response.code, request.flag, long_polling)] = \
-                    [0] * (len(RPC_LATENCY_BUCKETS) + 2)
+                    array("q", bytes(8 * (len(RPC_LATENCY_BUCKETS) + 2)))
 
             for request, response, later in cases:
                 for age in ages:
